@@ -1,0 +1,27 @@
+"""Truth inference from crowd labels only (no item features).
+
+Every class follows the estimator contract of :class:`~crowdlearn.aggregation.base.BaseAggregator`.
+Modules are imported on first attribute access, so ``import crowdlearn.aggregation`` is cheap.
+"""
+
+from importlib import import_module
+
+from ..registry import REGISTRY
+
+_CLASSES = {path.split(":")[1]: path.split(":")[0] for path in REGISTRY.values() if path.startswith("crowdlearn.aggregation.")}
+
+__all__ = sorted(_CLASSES) + ["BaseAggregator"]
+
+
+def __getattr__(name):
+    if name == "BaseAggregator":
+        from .base import BaseAggregator
+
+        return BaseAggregator
+    if name in _CLASSES:
+        return getattr(import_module(_CLASSES[name]), name)
+    raise AttributeError(f"module 'crowdlearn.aggregation' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,210 @@
+"""The estimator contract shared by every truth-inference method.
+
+Subclasses implement ``_fit(data, gold, init) -> posteriors (N x K ndarray)`` and set their
+worker model attributes; :class:`BaseAggregator` does validation, gold clamping, seeded
+tie-breaking and the conversion to pandas objects keyed by the user's ids.
+
+Confusion-matrix orientation (one convention for the whole library)::
+
+    confusions_[w, j, l] = P(worker w answers class l | true class j)
+
+rows (true class) sum to 1.  Converters to other orientations live in
+:func:`crowdlearn.aggregation.base.confusion_frame`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+
+from ..data import CrowdLabels, as_crowd_labels
+
+__all__ = ["BaseAggregator", "argmax_random_ties", "confusion_frame"]
+
+_TIE_TOL = 1e-12
+
+
+def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    """Row-wise argmax; exact ties (within 1e-12) go to a class drawn uniformly by ``rng``.
+
+    The draw is one uniform number per (task, class) cell, so the rule is reproducible for a
+    given seed and independent of how many tasks are tied.
+    """
+    if proba.shape[1] == 0:
+        return np.zeros(proba.shape[0], dtype=np.int64)
+    best = proba.max(axis=1, keepdims=True)
+    tied = proba >= best - _TIE_TOL
+    keys = rng.random_sample(proba.shape)
+    return np.argmax(np.where(tied, keys, -1.0), axis=1)
+
+
+def confusion_frame(confusion: np.ndarray, classes: pd.Index) -> pd.DataFrame:
+    """One worker's K x K confusion as a DataFrame: rows = true class, columns = answer."""
+    return pd.DataFrame(
+        confusion,
+        index=pd.Index(classes, name="true"),
+        columns=pd.Index(classes, name="answered"),
+    )
+
+
+class BaseAggregator(BaseEstimator):
+    """Base class for truth inference from crowd labels only.
+
+    Fitted attributes (all methods)
+    -------------------------------
+    labels_ : Series, task -> class
+        Point estimate per task; ties broken by the seeded rule of :func:`argmax_random_ties`.
+    probas_ : DataFrame, tasks x classes
+        Posterior (or score) per task and class; rows sum to 1.
+    history_ : list of float
+        Objective per iteration (empty for closed-form methods).
+    n_iter_ : int
+    converged_ : bool
+    tasks_, workers_, classes_ : Index
+        The ids the fit saw.
+    """
+
+    #: whether ``init`` posteriors are used (EM-type methods)
+    _uses_init = False
+
+    # ------------------------------------------------------------------ public
+    def fit(self, labels: Any, *, gold: Any = None, init: Any = None) -> "BaseAggregator":
+        """Infer the true label of every task.
+
+        Parameters
+        ----------
+        labels : CrowdLabels or DataFrame (task, worker, label)
+        gold : Series or mapping task -> class, optional
+            Known labels.  Their tasks are clamped to the gold class; methods with a worker
+            model also learn from them.
+        init : array (n_tasks, n_classes) or DataFrame, optional
+            Initial posteriors for iterative methods (rows are normalised); ignored by
+            closed-form methods.
+        """
+        data = as_crowd_labels(labels)
+        self._check_data(data)
+        gold_codes = self._encode_gold(data, gold)
+        init_p = self._encode_init(data, init) if init is not None else None
+        self._rng = check_random_state(getattr(self, "random_state", 0))
+        self.history_: list[float] = []
+        self.n_iter_ = 0
+        self.converged_ = True
+        proba = self._fit(data, gold_codes, init_p)
+        proba = self._clean_proba(proba, data)
+        if gold_codes is not None:
+            known = gold_codes >= 0
+            proba[known] = 0.0
+            proba[known, gold_codes[known]] = 1.0
+        self._set_outputs(data, proba)
+        del self._rng
+        return self
+
+    def fit_predict(self, labels: Any, **kwargs: Any) -> pd.Series:
+        return self.fit(labels, **kwargs).labels_
+
+    def fit_predict_proba(self, labels: Any, **kwargs: Any) -> pd.DataFrame:
+        return self.fit(labels, **kwargs).probas_
+
+    def predict_proba(self, labels: Any) -> pd.DataFrame:
+        """Posteriors for (possibly new) tasks under the fitted worker model.
+
+        Answers by workers the fit never saw are ignored (they carry no estimated skill).
+        """
+        self._check_fitted()
+        data = self._align(as_crowd_labels(labels))
+        proba = self._clean_proba(self._predict_proba_codes(data), data)
+        return pd.DataFrame(proba, index=data.tasks, columns=self.classes_)
+
+    def predict(self, labels: Any) -> pd.Series:
+        proba = self.predict_proba(labels)
+        rng = check_random_state(getattr(self, "random_state", 0))
+        codes = argmax_random_ties(proba.to_numpy(), rng)
+        return pd.Series(self.classes_.take(codes), index=proba.index, name="label")
+
+    # ---------------------------------------------------------------- hooks
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        raise NotImplementedError(
+            f"{type(self).__name__} has no worker model that scores new tasks"
+        )
+
+    # -------------------------------------------------------------- helpers
+    def _check_data(self, data: CrowdLabels) -> None:
+        if data.n_labels == 0:
+            raise ValueError("no crowd answers to aggregate")
+        if data.n_classes < 1:
+            raise ValueError("no classes")
+
+    def _encode_gold(self, data: CrowdLabels, gold: Any) -> np.ndarray | None:
+        if gold is None:
+            return None
+        if isinstance(gold, np.ndarray) and gold.dtype.kind in "iu" and gold.shape == (data.n_tasks,):
+            codes = gold.astype(np.int32)
+        else:
+            codes = data.encode_gold(gold)
+        return codes if np.any(codes >= 0) else None
+
+    def _encode_init(self, data: CrowdLabels, init: Any) -> np.ndarray:
+        if isinstance(init, pd.DataFrame):
+            init = init.reindex(index=data.tasks, columns=data.classes).to_numpy(dtype=float)
+        init = np.asarray(init, dtype=np.float64)
+        if init.shape != (data.n_tasks, data.n_classes):
+            raise ValueError(
+                f"init must have shape (n_tasks, n_classes) = {(data.n_tasks, data.n_classes)}, "
+                f"got {init.shape}"
+            )
+        if not np.all(np.isfinite(init)) or np.any(init < 0):
+            raise ValueError("init must hold finite, non-negative numbers")
+        return self._clean_proba(init.copy(), data)
+
+    @staticmethod
+    def _clean_proba(proba: np.ndarray, data: CrowdLabels) -> np.ndarray:
+        """Rows that sum to one; a NaN or empty row becomes uniform (never leaks out)."""
+        proba = np.asarray(proba, dtype=np.float64)
+        bad = ~np.all(np.isfinite(proba), axis=1)
+        proba[bad] = 0.0
+        proba = np.clip(proba, 0.0, None)
+        sums = proba.sum(axis=1, keepdims=True)
+        empty = sums[:, 0] <= 0
+        sums[empty] = 1.0
+        proba = proba / sums
+        proba[empty] = 1.0 / max(data.n_classes, 1)
+        return proba
+
+    def _set_outputs(self, data: CrowdLabels, proba: np.ndarray) -> None:
+        self.tasks_ = data.tasks
+        self.workers_ = data.workers
+        self.classes_ = data.classes
+        codes = argmax_random_ties(proba, self._rng)
+        self.label_codes_ = codes
+        self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
+        self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "probas_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
+
+    def _align(self, data: CrowdLabels) -> CrowdLabels:
+        """Recode ``data`` onto the fitted worker/class codes; unseen workers are dropped."""
+        if data.classes.equals(self.classes_) and data.workers.equals(self.workers_):
+            return data
+        cls_map = self.classes_.get_indexer(data.classes)
+        if np.any(cls_map < 0):
+            unknown = data.classes[cls_map < 0][0]
+            raise ValueError(f"class {unknown!r} was not seen during fit")
+        w_map = self.workers_.get_indexer(data.workers)
+        keep = w_map[data.worker] >= 0
+        return CrowdLabels(
+            data.task[keep],
+            w_map[data.worker[keep]],
+            cls_map[data.label[keep]],
+            tasks=data.tasks,
+            workers=self.workers_,
+            classes=self.classes_,
+        )

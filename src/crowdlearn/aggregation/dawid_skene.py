@@ -1,0 +1,258 @@
+"""Dawid-Skene and its constrained variants, fitted by (MAP-)EM on sparse statistics.
+
+Model (Dawid & Skene, 1979, "Maximum likelihood estimation of observer error-rates using the
+EM algorithm", JRSS C 28(1))::
+
+    y_n ~ Cat(pi),    answer_{n,w} | y_n = j ~ Cat(confusions_[w, j, :])
+
+with workers independent given the truth.  EM alternates the posterior
+``q_n(j) ∝ pi_j prod_w confusions_[w, j, answer_{n,w}]`` (E-step) and the smoothed counts
+``confusions_[w, j, l] ∝ alpha + sum_{n: answer_{n,w}=l} q_n(j)`` (M-step).
+
+Variants constrain the confusion matrix:
+
+* :class:`OneCoinDawidSkene` — one accuracy ``p_w``; errors spread uniformly over the other
+  K-1 classes (the "one-coin" model of the signal-processing tutorial, §2.1);
+* :class:`ClassConditionalDawidSkene` — one accuracy per worker and true class.
+
+Orientation: ``confusions_[w, true, answered]``, rows sum to 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import kernels
+from ..data import CrowdLabels
+from .base import BaseAggregator, confusion_frame
+from .voting import vote_fractions
+
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
+
+_TINY = 1e-300
+
+
+class DawidSkene(BaseAggregator):
+    """Dawid-Skene: a full K x K confusion matrix per worker, fitted by MAP-EM.
+
+    Parameters
+    ----------
+    max_iter : int, default 100
+        Maximum number of EM iterations.
+    tol : float, default 1e-7
+        Stop when the log-likelihood per answer improves by less than ``tol``.
+        ``tol=0`` runs exactly ``max_iter`` iterations.
+    alpha : float, default 0.01
+        Dirichlet pseudo-count added to every confusion cell (MAP smoothing); keeps
+        never-seen (class, answer) pairs away from probability zero.
+    diag_alpha : float, default 0.0
+        Extra pseudo-count on the diagonal (a prior belief that workers are better than
+        chance).  Useful on very sparse data (few answers per worker).
+    prior_alpha : float, default 1.0
+        Dirichlet pseudo-count for the class prior ``pi``.
+    backend : {"auto", "numpy", "numba"}
+        Kernel back end (see :mod:`crowdlearn.kernels`).
+    random_state : int, default 0
+        Seed of the tie-breaking rule.
+
+    Attributes
+    ----------
+    confusions_ : ndarray (n_workers, n_classes, n_classes)
+        ``confusions_[w, true, answered]``; rows sum to 1.
+    priors_ : Series, class -> prior probability.
+    skills_ : Series, worker -> expected accuracy ``sum_j pi_j confusions_[w, j, j]``.
+    history_ : list of float
+        Marginal log-likelihood of the answers after each E-step.
+
+    Notes
+    -----
+    ``fit(labels, init=...)`` accepts initial posteriors (n_tasks x n_classes); the default
+    initialisation is the soft majority vote.  ``fit(labels, confusion_prior=A)`` adds the
+    pseudo-counts ``A`` (K x K or W x K x K, same orientation) to the M-step, which is how
+    known worker confusions are used as priors.
+    """
+
+    _uses_init = True
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        alpha: float = 0.01,
+        diag_alpha: float = 0.0,
+        prior_alpha: float = 1.0,
+        backend: str = "auto",
+        random_state: int | None = 0,
+    ) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.alpha = alpha
+        self.diag_alpha = diag_alpha
+        self.prior_alpha = prior_alpha
+        self.backend = backend
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, labels: Any, *, gold: Any = None, init: Any = None, confusion_prior: Any = None):
+        self._confusion_prior = None if confusion_prior is None else np.asarray(confusion_prior, float)
+        try:
+            return super().fit(labels, gold=gold, init=init)
+        finally:
+            del self._confusion_prior
+
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
+        k, m = data.n_classes, data.n_workers
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
+        backend = kernels.resolve_backend(self.backend, data.n_labels)
+        pseudo = self._pseudo_counts(k, m)
+        post = init if init is not None else vote_fractions(data)
+        post = self._clamp(post, gold)
+        ll_prev = -np.inf
+        n_answers = max(data.n_labels, 1)
+        self.converged_ = False
+        for it in range(self.max_iter):
+            log_table, log_prior = self._m_step(data, post, pseudo, backend)
+            post, ll = kernels.estep(data, log_table, log_prior, backend)
+            post = self._clamp(post, gold)
+            self.history_.append(ll)
+            self.n_iter_ = it + 1
+            if self.tol > 0 and abs(ll - ll_prev) / n_answers < self.tol:
+                self.converged_ = True
+                break
+            ll_prev = ll
+        # parameters consistent with the returned posteriors
+        log_table, log_prior = self._m_step(data, post, pseudo, backend)
+        self._log_table = log_table
+        self._log_prior = log_prior
+        self.confusions_ = np.exp(log_table.reshape(m, k, k).transpose(0, 2, 1))
+        prior = np.exp(log_prior)
+        self.priors_ = pd.Series(prior, index=data.classes, name="prior")
+        diag = np.einsum("wjj->wj", self.confusions_)
+        self.skills_ = pd.Series(diag @ prior, index=data.workers, name="skill")
+        return post
+
+    def _pseudo_counts(self, k: int, m: int) -> np.ndarray:
+        """Dirichlet pseudo-counts, (K x K) or (W x K x K), orientation [true, answered]."""
+        pseudo = np.full((k, k), float(self.alpha)) + float(self.diag_alpha) * np.eye(k)
+        extra = getattr(self, "_confusion_prior", None)
+        if extra is not None:
+            if extra.shape not in ((k, k), (m, k, k)):
+                raise ValueError(
+                    f"confusion_prior must have shape {(k, k)} or {(m, k, k)}, got {extra.shape}"
+                )
+            if np.any(extra < 0) or not np.all(np.isfinite(extra)):
+                raise ValueError("confusion_prior must hold finite non-negative pseudo-counts")
+            pseudo = pseudo + extra
+        return pseudo
+
+    @staticmethod
+    def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
+        if gold is not None:
+            known = gold >= 0
+            post[known] = 0.0
+            post[known, gold[known]] = 1.0
+        return post
+
+    def _m_step(self, data, post, pseudo, backend):
+        k, m = data.n_classes, data.n_workers
+        counts = kernels.mstep(data, post, backend)  # (W*K obs, K true)
+        counts = counts.reshape(m, k, k).transpose(0, 2, 1)  # -> [w, true, answered]
+        log_conf = self._log_confusions(counts, pseudo)
+        class_counts = post.sum(axis=0) + self.prior_alpha
+        log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
+        log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
+        return log_table, log_prior
+
+    def _log_confusions(self, counts: np.ndarray, pseudo: np.ndarray) -> np.ndarray:
+        """Full confusion rows: (counts + pseudo) normalised over the answered axis."""
+        num = counts + pseudo
+        den = num.sum(axis=2, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            conf = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0 / counts.shape[2])
+        return np.log(np.maximum(conf, _TINY))
+
+    # ------------------------------------------------------------- predict
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
+        return post
+
+    def confusion(self, worker: Any) -> pd.DataFrame:
+        """The fitted confusion matrix of one worker (rows = true class)."""
+        self._check_fitted()
+        pos = self.workers_.get_loc(worker)
+        return confusion_frame(self.confusions_[pos], self.classes_)
+
+
+class OneCoinDawidSkene(DawidSkene):
+    """One-coin Dawid-Skene: worker ``w`` is right with probability ``p_w``.
+
+    ``confusions_[w] = p_w I + (1 - p_w) / (K - 1) (11^T - I)``; the M-step is
+    ``p_w = (correct_w + alpha_c) / (answers_w + alpha_c + alpha_e)`` with ``correct_w`` the
+    posterior mass on w's answers.  ``alpha`` here is the pseudo-count for each of "right"
+    and "wrong" (a symmetric Beta prior on ``p_w``).
+    """
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        alpha: float = 1.0,
+        diag_alpha: float = 0.0,
+        prior_alpha: float = 1.0,
+        backend: str = "auto",
+        random_state: int | None = 0,
+    ) -> None:
+        super().__init__(max_iter, tol, alpha, diag_alpha, prior_alpha, backend, random_state)
+
+    def _log_confusions(self, counts, pseudo):
+        k = counts.shape[1]
+        a_right = self.alpha + self.diag_alpha
+        right = np.einsum("wjj->w", counts) + a_right
+        total = counts.sum(axis=(1, 2)) + a_right + self.alpha
+        p = right / total
+        return _coin_log_confusions(p[:, None] * np.ones((1, k)), k)
+
+
+class ClassConditionalDawidSkene(DawidSkene):
+    """Class-conditional one-coin model: an accuracy ``p_{w,j}`` per worker and true class.
+
+    ``confusions_[w, j, j] = p_{w,j}``, the remaining mass spread evenly over the other
+    classes.  Sits between one-coin (too rigid) and full DS (too many parameters on sparse
+    workers).
+    """
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        alpha: float = 1.0,
+        diag_alpha: float = 0.0,
+        prior_alpha: float = 1.0,
+        backend: str = "auto",
+        random_state: int | None = 0,
+    ) -> None:
+        super().__init__(max_iter, tol, alpha, diag_alpha, prior_alpha, backend, random_state)
+
+    def _log_confusions(self, counts, pseudo):
+        k = counts.shape[1]
+        a_right = self.alpha + self.diag_alpha
+        right = np.einsum("wjj->wj", counts) + a_right
+        total = counts.sum(axis=2) + a_right + self.alpha
+        return _coin_log_confusions(right / total, k)
+
+
+def _coin_log_confusions(p: np.ndarray, k: int) -> np.ndarray:
+    """log of ``diag(p_wj)`` with ``(1 - p_wj)/(K-1)`` off the diagonal, shape (W, K, K)."""
+    m = p.shape[0]
+    if k == 1:
+        return np.zeros((m, 1, 1))
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    off = np.log((1.0 - p) / (k - 1))
+    out = np.repeat(off[:, :, None], k, axis=2)
+    idx = np.arange(k)
+    out[:, idx, idx] = np.log(p)
+    return out

@@ -1,0 +1,545 @@
+"""The core data type: :class:`CrowdLabels`, an immutable integer-coded long table.
+
+Every estimator in crowdlearn reads a ``CrowdLabels``.  It stores L crowd answers as three
+``int32`` code arrays (task, worker, label) sorted by task, with CSR offsets ``task_ptr`` so
+that the answers of task ``n`` are the slice ``task_ptr[n]:task_ptr[n + 1]``.  The category
+maps (``tasks``, ``workers``, ``classes``) turn codes back into the user's identifiers.
+Memory is O(L + N*K); nothing of size tasks x workers is ever allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CrowdLabels", "as_crowd_labels"]
+
+DuplicatePolicy = Literal["keep", "last", "first", "error"]
+
+
+def _factorize(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, pd.Index]:
+    """Codes and sorted uniques; falls back to first-appearance order for mixed types."""
+    values = pd.Series(values, copy=False)
+    try:
+        codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
+    except TypeError:  # mixed, unorderable ids (e.g. 3 and "a"): keep appearance order
+        codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
+    return codes, pd.Index(uniques, name=what)
+
+
+def _row_list(mask: np.ndarray, limit: int = 5) -> str:
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(int(r)) for r in rows[:limit])
+    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
+
+
+def _normalise_label_values(values: pd.Series) -> pd.Series:
+    """Make 1.0 and 1 the same class: float columns with integral values become int64."""
+    if pd.api.types.is_float_dtype(values.dtype):
+        finite = values.dropna()
+        if len(finite) and np.all(np.mod(finite.to_numpy(), 1) == 0):
+            out = values.astype("Int64")
+            return out.astype(object).where(out.notna(), np.nan)
+    return values
+
+
+class CrowdLabels:
+    """Crowd answers as an immutable, integer-coded long table sorted by task.
+
+    Parameters
+    ----------
+    task, worker, label : array of int
+        Codes of length L, ``0 <= task < n_tasks`` and so on.  Must be sorted by task (the
+        constructors guarantee it); use :meth:`from_codes` to build from unsorted codes.
+    tasks, workers, classes : pandas.Index
+        The identifiers behind the codes.
+    truth : array of int, optional
+        Gold class code per task, ``-1`` where unknown.
+    features : array, shape (n_tasks, n_features), optional
+        Item features aligned with ``tasks``.
+
+    Notes
+    -----
+    Repeated (task, worker) answers are kept by default: real data has them and they carry
+    information.  Every task in ``tasks`` has at least one answer unless it was added
+    explicitly through ``all_tasks`` (then its slice is empty and estimators return the
+    class prior for it).
+    """
+
+    __slots__ = (
+        "task",
+        "worker",
+        "label",
+        "tasks",
+        "workers",
+        "classes",
+        "task_ptr",
+        "truth",
+        "features",
+        "_codes_cache",
+    )
+
+    def __init__(
+        self,
+        task: np.ndarray,
+        worker: np.ndarray,
+        label: np.ndarray,
+        tasks: pd.Index,
+        workers: pd.Index,
+        classes: pd.Index,
+        truth: np.ndarray | None = None,
+        features: np.ndarray | None = None,
+    ) -> None:
+        task = np.ascontiguousarray(task, dtype=np.int32)
+        worker = np.ascontiguousarray(worker, dtype=np.int32)
+        label = np.ascontiguousarray(label, dtype=np.int32)
+        if not (len(task) == len(worker) == len(label)):
+            raise ValueError("task, worker and label code arrays must have the same length")
+        if len(task) > 1 and np.any(task[1:] < task[:-1]):
+            raise ValueError("task codes must be sorted; use CrowdLabels.from_codes")
+        n, m, k = len(tasks), len(workers), len(classes)
+        for arr, size, what in ((task, n, "task"), (worker, m, "worker"), (label, k, "label")):
+            if len(arr) and (arr.min() < 0 or arr.max() >= size):
+                raise ValueError(f"{what} codes must lie in [0, {size})")
+        self.task, self.worker, self.label = task, worker, label
+        self.tasks = pd.Index(tasks, name="task")
+        self.workers = pd.Index(workers, name="worker")
+        self.classes = pd.Index(classes, name="class")
+        self.task_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(task, minlength=n), out=self.task_ptr[1:])
+        if truth is not None:
+            truth = np.ascontiguousarray(truth, dtype=np.int32)
+            if truth.shape != (n,):
+                raise ValueError(f"truth must have one entry per task ({n}), got {truth.shape}")
+            if np.any((truth < -1) | (truth >= k)):
+                raise ValueError(f"truth codes must lie in [-1, {k})")
+        self.truth = truth
+        if features is not None:
+            features = np.asarray(features)
+            if features.ndim < 2 or features.shape[0] != n:
+                raise ValueError(
+                    f"features must have one row per task: expected {n} rows, "
+                    f"got shape {features.shape}"
+                )
+        self.features = features
+        self._codes_cache: dict[str, Any] = {}
+        for arr in (self.task, self.worker, self.label, self.task_ptr):
+            arr.flags.writeable = False
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_labels(self) -> int:
+        return len(self.task)
+
+    def __len__(self) -> int:
+        return self.n_labels
+
+    def __repr__(self) -> str:
+        extra = []
+        if self.truth is not None:
+            extra.append(f"gold={int((self.truth >= 0).sum())}")
+        if self.features is not None:
+            extra.append(f"features={self.features.shape[1:]}")
+        tail = (", " + ", ".join(extra)) if extra else ""
+        return (
+            f"CrowdLabels(labels={self.n_labels}, tasks={self.n_tasks}, "
+            f"workers={self.n_workers}, classes={self.n_classes}{tail})"
+        )
+
+    # ---------------------------------------------------------- derived data
+    @property
+    def worker_label(self) -> np.ndarray:
+        """``worker * K + label`` per answer (int32 while it fits): the EM kernels' key."""
+        wl = self._codes_cache.get("wl")
+        if wl is None:
+            k = self.n_classes
+            dtype = np.int32 if self.n_workers * k < 2**31 else np.int64
+            wl = self.worker.astype(dtype) * k + self.label
+            wl.flags.writeable = False
+            self._codes_cache["wl"] = wl
+        return wl
+
+    def labels_per_task(self) -> np.ndarray:
+        return np.diff(self.task_ptr)
+
+    def labels_per_worker(self) -> np.ndarray:
+        return np.bincount(self.worker, minlength=self.n_workers)
+
+    def vote_counts(self) -> np.ndarray:
+        """Dense (n_tasks, n_classes) array of answer counts per class."""
+        k = self.n_classes
+        flat = np.bincount(
+            self.task.astype(np.int64) * k + self.label, minlength=self.n_tasks * k
+        )
+        return flat.reshape(self.n_tasks, k).astype(np.float64)
+
+    def incidence(self, weights: np.ndarray | None = None):
+        """Sparse (n_tasks, n_workers * n_classes) CSR matrix with one entry per answer."""
+        import scipy.sparse as sp
+
+        key = "incidence" if weights is None else None
+        if key and key in self._codes_cache:
+            return self._codes_cache[key]
+        data = np.ones(self.n_labels) if weights is None else np.asarray(weights, float)
+        mat = sp.csr_matrix(
+            (data, self.worker_label, self.task_ptr),
+            shape=(self.n_tasks, self.n_workers * self.n_classes),
+        )
+        mat.has_canonical_format = False  # repeated answers are distinct entries
+        if key:
+            self._codes_cache[key] = mat
+        return mat
+
+    def truth_series(self) -> pd.Series | None:
+        if self.truth is None:
+            return None
+        known = self.truth >= 0
+        return pd.Series(
+            self.classes.take(self.truth[known]), index=self.tasks[known], name="truth"
+        )
+
+    # ----------------------------------------------------------- constructors
+    @classmethod
+    def from_codes(
+        cls,
+        task: np.ndarray,
+        worker: np.ndarray,
+        label: np.ndarray,
+        *,
+        n_tasks: int | None = None,
+        n_workers: int | None = None,
+        n_classes: int | None = None,
+        tasks: Sequence[Hashable] | pd.Index | None = None,
+        workers: Sequence[Hashable] | pd.Index | None = None,
+        classes: Sequence[Hashable] | pd.Index | None = None,
+        truth: np.ndarray | None = None,
+        features: np.ndarray | None = None,
+    ) -> "CrowdLabels":
+        """Build from integer codes in any order (a stable sort by task is applied)."""
+        task = np.asarray(task)
+        worker = np.asarray(worker)
+        label = np.asarray(label)
+        n_tasks = n_tasks if n_tasks is not None else (len(tasks) if tasks is not None else int(task.max(initial=-1)) + 1)
+        n_workers = n_workers if n_workers is not None else (len(workers) if workers is not None else int(worker.max(initial=-1)) + 1)
+        n_classes = n_classes if n_classes is not None else (len(classes) if classes is not None else int(label.max(initial=-1)) + 1)
+        order = np.argsort(task, kind="stable")
+        return cls(
+            task[order],
+            worker[order],
+            label[order],
+            tasks=pd.Index(tasks if tasks is not None else np.arange(n_tasks)),
+            workers=pd.Index(workers if workers is not None else np.arange(n_workers)),
+            classes=pd.Index(classes if classes is not None else np.arange(n_classes)),
+            truth=truth,
+            features=features,
+        )
+
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        task: str = "task",
+        worker: str = "worker",
+        label: str = "label",
+        classes: Iterable[Hashable] | None = None,
+        *,
+        truth: Mapping[Hashable, Hashable] | pd.Series | None = None,
+        features: np.ndarray | pd.DataFrame | None = None,
+        duplicates: DuplicatePolicy = "keep",
+        all_tasks: Iterable[Hashable] | None = None,
+    ) -> "CrowdLabels":
+        """Build from a long DataFrame with one row per answer.
+
+        Parameters
+        ----------
+        df : DataFrame
+            One row per crowd answer.
+        task, worker, label : str
+            Column names.  Ids may be any hashable values (str, int, tuples, unicode...).
+        classes : iterable, optional
+            The full class set, in the order used for ``probas_`` columns.  Answers outside
+            it raise ``ValueError``.  Default: sorted union of answers and truth values.
+        truth : mapping or Series task -> class, optional
+            Gold labels (a subset of tasks is fine).
+        features : array or DataFrame, optional
+            Item features.  An array must have one row per task in ``self.tasks`` order;
+            a DataFrame is aligned on its index by task id.
+        duplicates : {"keep", "last", "first", "error"}
+            What to do with repeated (task, worker) answers.
+        all_tasks : iterable, optional
+            Tasks to include even if they have no answer (they then get the class prior).
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"from_frame expects a pandas DataFrame, got {type(df).__name__}")
+        missing = [c for c in (task, worker, label) if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+            )
+        if len(df) == 0 and all_tasks is None:
+            raise ValueError("no crowd answers: the table is empty")
+        for col in (task, worker, label):
+            bad = df[col].isna().to_numpy()
+            if bad.any():
+                raise ValueError(f"missing value in column '{col}' at {_row_list(bad)}")
+        labels_col = _normalise_label_values(df[label])
+
+        if duplicates not in ("keep", "last", "first", "error"):
+            raise ValueError(f"duplicates must be keep, last, first or error; got {duplicates!r}")
+        if duplicates != "keep":
+            dup = df.duplicated([task, worker], keep=False if duplicates == "error" else duplicates)
+            if duplicates == "error" and dup.any():
+                raise ValueError(
+                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy())}"
+                )
+            keep_rows = ~dup.to_numpy()
+            df = df.loc[keep_rows]
+            labels_col = labels_col.loc[keep_rows]
+
+        truth_s = None
+        if truth is not None:
+            truth_s = pd.Series(truth) if not isinstance(truth, pd.Series) else truth
+            truth_s = _normalise_label_values(truth_s.dropna())
+
+        # classes: user-given order, else sorted union of observed answers and gold values
+        if classes is not None:
+            class_index = pd.Index(list(classes), name="class")
+            if class_index.has_duplicates:
+                raise ValueError("classes contains duplicates")
+            label_codes = class_index.get_indexer(labels_col)
+            bad = label_codes < 0
+            if bad.any():
+                first = labels_col.to_numpy()[bad][0]
+                raise ValueError(
+                    f"label {first!r} is not one of the given classes "
+                    f"{list(class_index)[:10]} ({_row_list(bad)})"
+                )
+        else:
+            pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
+            _, class_index = _factorize(pool, "class")
+            label_codes = class_index.get_indexer(labels_col)
+
+        if all_tasks is not None:
+            tasks_pool = pd.concat([pd.Series(list(all_tasks)), df[task]], ignore_index=True)
+            _, task_index = _factorize(tasks_pool.drop_duplicates(), "task")
+            task_codes = task_index.get_indexer(df[task])
+        else:
+            task_codes, task_index = _factorize(df[task], "task")
+        worker_codes, worker_index = _factorize(df[worker], "worker")
+
+        truth_codes = None
+        if truth_s is not None:
+            truth_codes = np.full(len(task_index), -1, dtype=np.int32)
+            pos = task_index.get_indexer(truth_s.index)
+            cls_codes = class_index.get_indexer(truth_s)
+            if np.any(cls_codes < 0):
+                bad_val = truth_s.to_numpy()[cls_codes < 0][0]
+                raise ValueError(f"gold label {bad_val!r} is not one of the classes")
+            ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
+            truth_codes[pos[ok]] = cls_codes[ok]
+
+        feats = None
+        if features is not None:
+            if isinstance(features, pd.DataFrame):
+                missing_rows = task_index.difference(features.index)
+                if len(missing_rows):
+                    raise ValueError(
+                        f"features lack rows for {len(missing_rows)} task(s), e.g. {missing_rows[0]!r}"
+                    )
+                feats = features.loc[task_index].to_numpy()
+            else:
+                feats = np.asarray(features)
+        return cls.from_codes(
+            task_codes,
+            worker_codes,
+            label_codes,
+            tasks=task_index,
+            workers=worker_index,
+            classes=class_index,
+            truth=truth_codes,
+            features=feats,
+        )
+
+    @classmethod
+    def from_records(
+        cls, records: Iterable[tuple[Hashable, Hashable, Hashable]], **kwargs: Any
+    ) -> "CrowdLabels":
+        """Build from an iterable of (task, worker, label) tuples."""
+        df = pd.DataFrame(list(records), columns=["task", "worker", "label"])
+        return cls.from_frame(df, **kwargs)
+
+    @classmethod
+    def from_csv(cls, path, task="task", worker="worker", label="label", classes=None, **kwargs):
+        """Read a CSV/TSV file (delimiter sniffed from the extension) with one row per answer."""
+        from .io import read_table
+
+        df = read_table(path, columns=(task, worker, label))
+        return cls.from_frame(df, task, worker, label, classes, **kwargs)
+
+    @classmethod
+    def from_parquet(cls, path, task="task", worker="worker", label="label", classes=None, **kwargs):
+        """Read a Parquet file (needs pyarrow: ``pip install crowdlearn[parquet]``)."""
+        from .io import read_table
+
+        df = read_table(path, columns=(task, worker, label), fmt="parquet")
+        return cls.from_frame(df, task, worker, label, classes, **kwargs)
+
+    @classmethod
+    def from_wide(
+        cls,
+        wide: pd.DataFrame | np.ndarray,
+        missing: Any = None,
+        classes: Iterable[Hashable] | None = None,
+        **kwargs: Any,
+    ) -> "CrowdLabels":
+        """Build from a tasks x workers table; NaN (or ``missing``) marks no answer."""
+        if not isinstance(wide, pd.DataFrame):
+            wide = pd.DataFrame(np.asarray(wide, dtype=object))
+        wide = wide.copy()
+        wide.index.name = "task"
+        wide.columns.name = "worker"
+        if missing is not None:
+            wide = wide.mask(wide == missing)
+        long = wide.stack(future_stack=True).dropna().rename("label").reset_index()
+        return cls.from_frame(long, classes=classes, all_tasks=wide.index, **kwargs)
+
+    # ------------------------------------------------------------- exporters
+    def to_frame(self) -> pd.DataFrame:
+        """Long DataFrame (task, worker, label) with the user's ids, in task order."""
+        return pd.DataFrame(
+            {
+                "task": self.tasks.take(self.task),
+                "worker": self.workers.take(self.worker),
+                "label": self.classes.take(self.label),
+            }
+        )
+
+    def to_wide(self, fill_value: Any = np.nan) -> pd.DataFrame:
+        """Tasks x workers DataFrame (last answer wins for repeats).  Allocates N x M."""
+        out = np.full((self.n_tasks, self.n_workers), -1, dtype=np.int64)
+        out[self.task, self.worker] = self.label
+        frame = pd.DataFrame(out, index=self.tasks, columns=self.workers)
+        lookup = pd.Series(list(self.classes), dtype=object)
+        return frame.apply(lambda col: col.map(lambda c: lookup[c] if c >= 0 else fill_value))
+
+    # -------------------------------------------------------------- subsets
+    def subset(
+        self,
+        tasks: Iterable[Hashable] | None = None,
+        workers: Iterable[Hashable] | None = None,
+        *,
+        keep_classes: bool = True,
+    ) -> "CrowdLabels":
+        """Answers restricted to the given tasks and/or workers (ids, not codes).
+
+        Classes are kept (so ``probas_`` columns stay comparable) unless ``keep_classes`` is
+        False.  Tasks and workers left without answers are dropped.
+        """
+        mask = np.ones(self.n_labels, dtype=bool)
+        if tasks is not None:
+            sel = self.tasks.get_indexer(pd.Index(list(tasks)))
+            if np.any(sel < 0):
+                raise KeyError("subset: unknown task id(s)")
+            keep = np.zeros(self.n_tasks, dtype=bool)
+            keep[sel] = True
+            mask &= keep[self.task]
+        if workers is not None:
+            sel = self.workers.get_indexer(pd.Index(list(workers)))
+            if np.any(sel < 0):
+                raise KeyError("subset: unknown worker id(s)")
+            keep = np.zeros(self.n_workers, dtype=bool)
+            keep[sel] = True
+            mask &= keep[self.worker]
+        return self._select(mask, keep_classes=keep_classes)
+
+    def _select(self, mask: np.ndarray, keep_classes: bool = True) -> "CrowdLabels":
+        t_used = np.unique(self.task[mask])
+        w_used = np.unique(self.worker[mask])
+        t_map = np.full(self.n_tasks, -1, np.int64)
+        t_map[t_used] = np.arange(len(t_used))
+        w_map = np.full(self.n_workers, -1, np.int64)
+        w_map[w_used] = np.arange(len(w_used))
+        label = self.label[mask]
+        classes = self.classes
+        truth = None if self.truth is None else self.truth[t_used]
+        if not keep_classes:
+            c_used = np.unique(label)
+            c_map = np.full(self.n_classes, -1, np.int64)
+            c_map[c_used] = np.arange(len(c_used))
+            label = c_map[label]
+            classes = classes.take(c_used)
+            if truth is not None:
+                truth = np.where(truth >= 0, c_map[np.maximum(truth, 0)], -1)
+        return CrowdLabels(
+            t_map[self.task[mask]],
+            w_map[self.worker[mask]],
+            label,
+            tasks=self.tasks.take(t_used),
+            workers=self.workers.take(w_used),
+            classes=classes,
+            truth=truth,
+            features=None if self.features is None else self.features[t_used],
+        )
+
+    def with_truth(self, truth: Mapping[Hashable, Hashable] | pd.Series | None) -> "CrowdLabels":
+        """A copy sharing the answers, with gold labels attached (task id -> class)."""
+        codes = None if truth is None else self.encode_gold(truth)
+        return CrowdLabels(
+            self.task, self.worker, self.label, self.tasks, self.workers, self.classes,
+            truth=codes, features=self.features,
+        )
+
+    def with_features(self, features: np.ndarray | pd.DataFrame | None) -> "CrowdLabels":
+        """A copy sharing the answers, with item features attached."""
+        if isinstance(features, pd.DataFrame):
+            features = features.loc[self.tasks].to_numpy()
+        return CrowdLabels(
+            self.task, self.worker, self.label, self.tasks, self.workers, self.classes,
+            truth=self.truth, features=features,
+        )
+
+    def encode_gold(self, gold: Mapping[Hashable, Hashable] | pd.Series) -> np.ndarray:
+        """Gold labels (task id -> class) as int32 codes per task, -1 where unknown."""
+        gold_s = gold if isinstance(gold, pd.Series) else pd.Series(gold)
+        gold_s = _normalise_label_values(gold_s.dropna())
+        codes = np.full(self.n_tasks, -1, dtype=np.int32)
+        pos = self.tasks.get_indexer(gold_s.index)
+        cls_codes = self.classes.get_indexer(gold_s)
+        if np.any(cls_codes < 0):
+            bad = gold_s.to_numpy()[cls_codes < 0][0]
+            raise ValueError(
+                f"gold label {bad!r} is not one of the classes {list(self.classes)[:10]}"
+            )
+        ok = pos >= 0
+        codes[pos[ok]] = cls_codes[ok]
+        return codes
+
+
+def as_crowd_labels(data: Any) -> CrowdLabels:
+    """Accept a CrowdLabels, a long DataFrame with task/worker/label columns, or records."""
+    if isinstance(data, CrowdLabels):
+        return data
+    if isinstance(data, pd.DataFrame):
+        return CrowdLabels.from_frame(data)
+    if isinstance(data, (list, tuple)):
+        return CrowdLabels.from_records(data)
+    raise TypeError(
+        f"expected CrowdLabels or a DataFrame with task, worker, label columns; "
+        f"got {type(data).__name__}"
+    )

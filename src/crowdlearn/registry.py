@@ -1,0 +1,53 @@
+"""The method registry: short name -> estimator class, resolved lazily.
+
+The table maps names to ``"module:Class"`` strings so that ``import crowdlearn`` imports no
+estimator module (and never torch); a class is imported the first time it is asked for.
+Adding a method = one file + one line here.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+__all__ = ["methods", "get_method", "REGISTRY"]
+
+REGISTRY: dict[str, str] = {
+    "mv": "crowdlearn.aggregation.voting:MajorityVote",
+    "wmv": "crowdlearn.aggregation.voting:WeightedMajorityVote",
+    "wawa": "crowdlearn.aggregation.voting:Wawa",
+    "zbs": "crowdlearn.aggregation.voting:ZeroBasedSkill",
+    "ds": "crowdlearn.aggregation.dawid_skene:DawidSkene",
+    "onecoin": "crowdlearn.aggregation.dawid_skene:OneCoinDawidSkene",
+    "ccds": "crowdlearn.aggregation.dawid_skene:ClassConditionalDawidSkene",
+    "glad": "crowdlearn.aggregation.glad:GLAD",
+    "mace": "crowdlearn.aggregation.mace:MACE",
+    "kos": "crowdlearn.aggregation.kos:KOS",
+    "mmsr": "crowdlearn.aggregation.mmsr:MMSR",
+}
+
+
+def _load(path: str):
+    module, _, name = path.partition(":")
+    return getattr(import_module(module), name)
+
+
+def get_method(name: str):
+    """The estimator class registered under ``name``."""
+    try:
+        path = REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown method {name!r}; known methods: {', '.join(sorted(REGISTRY))}"
+        ) from None
+    return _load(path)
+
+
+def methods() -> dict[str, type]:
+    """All registered methods as {short name: class} (imports each module once)."""
+    out = {}
+    for name, path in REGISTRY.items():
+        try:
+            out[name] = _load(path)
+        except ImportError:  # a method whose optional dependency is missing is not offered
+            continue
+    return out
