@@ -33,6 +33,8 @@ from .voting import vote_fractions
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
 
 _TINY = 1e-300
+#: refuse worker tables above this many float64 cells (2 GB) instead of swapping
+_MAX_TABLE_CELLS = 250_000_000
 
 
 class DawidSkene(BaseAggregator):
@@ -45,12 +47,15 @@ class DawidSkene(BaseAggregator):
     tol : float, default 1e-7
         Stop when the log-likelihood per answer improves by less than ``tol``.
         ``tol=0`` runs exactly ``max_iter`` iterations.
-    alpha : float, default 0.01
-        Dirichlet pseudo-count added to every confusion cell (MAP smoothing); keeps
-        never-seen (class, answer) pairs away from probability zero.
-    diag_alpha : float, default 0.0
-        Extra pseudo-count on the diagonal (a prior belief that workers are better than
-        chance).  Useful on very sparse data (few answers per worker).
+    alpha : float, default 0.0
+        Dirichlet pseudo-count added to every confusion cell (MAP smoothing).  With the
+        default 0, a (true, answered) pair a worker never produced keeps probability 0
+        (floored at 1e-300 in log space), as in the maximum-likelihood estimator.
+    diag_alpha : float, default 1.0
+        Extra pseudo-count on the diagonal: a prior belief that workers are better than
+        chance.  It stops the classic collapse of EM on sparse many-class data (one or two
+        answers per task, e.g. ImageNet-15N: 0.45 -> 0.53 accuracy) and changes accuracy by
+        at most 0.1 point elsewhere on the benchmark sets (benchmarks/RESULTS.md).
     prior_alpha : float, default 1.0
         Dirichlet pseudo-count for the class prior ``pi``.
     backend : {"auto", "numpy", "numba"}
@@ -81,8 +86,8 @@ class DawidSkene(BaseAggregator):
         self,
         max_iter: int = 100,
         tol: float = 1e-7,
-        alpha: float = 0.01,
-        diag_alpha: float = 0.0,
+        alpha: float = 0.0,
+        diag_alpha: float = 1.0,
         prior_alpha: float = 1.0,
         backend: str = "auto",
         random_state: int | None = 0,
@@ -107,6 +112,11 @@ class DawidSkene(BaseAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
+        if m * k * k > _MAX_TABLE_CELLS:
+            raise ValueError(
+                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
+                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
+            )
         backend = kernels.resolve_backend(self.backend, data.n_labels)
         pseudo = self._pseudo_counts(k, m)
         post = init if init is not None else vote_fractions(data)
@@ -124,8 +134,9 @@ class DawidSkene(BaseAggregator):
                 self.converged_ = True
                 break
             ll_prev = ll
-        # parameters consistent with the returned posteriors
-        log_table, log_prior = self._m_step(data, post, pseudo, backend)
+        if self.n_iter_ == 0:
+            log_table, log_prior = self._m_step(data, post, pseudo, backend)
+        # the returned posteriors are the E-step of exactly these parameters
         self._log_table = log_table
         self._log_prior = log_prior
         self.confusions_ = np.exp(log_table.reshape(m, k, k).transpose(0, 2, 1))

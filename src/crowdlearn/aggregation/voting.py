@@ -12,10 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import softmax
-from sklearn.utils import check_random_state
 
 from ..data import CrowdLabels
-from .base import BaseAggregator, argmax_random_ties
+from .base import BaseAggregator
 
 __all__ = [
     "MajorityVote",
@@ -23,6 +22,8 @@ __all__ = [
     "Wawa",
     "ZeroBasedSkill",
     "vote_fractions",
+    "split_ties",
+    "agreement_with",
     "weighted_votes",
 ]
 
@@ -48,9 +49,28 @@ def vote_fractions(data: CrowdLabels, worker_weights: np.ndarray | None = None) 
     return out
 
 
+def split_ties(proba: np.ndarray, gold: np.ndarray | None = None) -> np.ndarray:
+    """One-hot argmax where tied classes share the unit mass (order-free, unlike argmax)."""
+    best = proba.max(axis=1, keepdims=True)
+    top = (proba >= best - 1e-12).astype(np.float64)
+    top /= top.sum(axis=1, keepdims=True)
+    if gold is not None:
+        known = gold >= 0
+        top[known] = 0.0
+        top[known, gold[known]] = 1.0
+    return top
+
+
 def agreement_with(data: CrowdLabels, consensus: np.ndarray) -> np.ndarray:
-    """Per worker, the fraction of answers equal to ``consensus[task]`` (0.5 with no answers)."""
-    hits = (data.label == consensus[data.task]).astype(np.float64)
+    """Per worker, the share of answers equal to the consensus (0.5 with no answers).
+
+    ``consensus`` is either a class code per task or a (tasks x classes) soft assignment, in
+    which case an answer counts by the weight its class has in its task's row.
+    """
+    if consensus.ndim == 2:
+        hits = consensus[data.task, data.label]
+    else:
+        hits = (data.label == consensus[data.task]).astype(np.float64)
     n = np.bincount(data.worker, minlength=data.n_workers)
     agree = np.bincount(data.worker, weights=hits, minlength=data.n_workers)
     return np.divide(agree, n, out=np.full(data.n_workers, 0.5), where=n > 0)
@@ -69,9 +89,7 @@ class MajorityVote(BaseAggregator):
 
     def _fit(self, data, gold, init):
         proba = vote_fractions(data)
-        # a fresh generator with the same seed draws the same keys as the one that sets
-        # labels_, so skills_ are agreement with exactly the reported labels
-        consensus = argmax_random_ties(proba, check_random_state(self.random_state))
+        consensus = split_ties(proba)
         self.skills_ = pd.Series(agreement_with(data, consensus), index=data.workers, name="skill")
         return proba
 
@@ -120,12 +138,9 @@ class WeightedMajorityVote(BaseAggregator):
         proba = vote_fractions(data)
         n = np.bincount(data.worker, minlength=data.n_workers)
         for it in range(self.n_iter):
-            consensus = proba.argmax(axis=1)
-            if gold is not None:
-                consensus = np.where(gold >= 0, gold, consensus)
+            consensus = split_ties(proba, gold)
             hits = np.bincount(
-                data.worker, weights=(data.label == consensus[data.task]).astype(float),
-                minlength=data.n_workers,
+                data.worker, weights=consensus[data.task, data.label], minlength=data.n_workers
             )
             # Laplace smoothing keeps a one-answer worker from getting an infinite weight
             p = (hits + 1.0) / (n + 2.0)
@@ -159,11 +174,7 @@ class Wawa(BaseAggregator):
         self.random_state = random_state
 
     def _fit(self, data, gold, init):
-        mv = vote_fractions(data)
-        consensus = argmax_random_ties(mv, self._rng)
-        if gold is not None:
-            consensus = np.where(gold >= 0, gold, consensus)
-        skills = agreement_with(data, consensus)
+        skills = agreement_with(data, split_ties(vote_fractions(data), gold))
         self.skills_ = pd.Series(skills, index=data.workers, name="skill")
         return vote_fractions(data, skills)
 
@@ -206,9 +217,7 @@ class ZeroBasedSkill(BaseAggregator):
         proba = vote_fractions(data)
         for it in range(self.n_iter):
             proba = vote_fractions(data, skills) if it else vote_fractions(data)
-            consensus = proba.argmax(axis=1)
-            if gold is not None:
-                consensus = np.where(gold >= 0, gold, consensus)
+            consensus = split_ties(proba, gold)
             new = skills + lr * (agreement_with(data, consensus) - skills)
             delta = np.abs(new - skills).max(initial=0.0)
             skills = new

@@ -1,0 +1,241 @@
+"""Run crowd-kit 1.4.2 aggregators as a comparison baseline.
+
+This script runs INSIDE the crowd-kit venv (``benchmarks/.venv-crowdkit``, made
+by ``setup_crowdkit.sh``) and must never import crowdlearn.  It only calls
+crowd-kit's public API; no crowd-kit code is copied into the project.
+
+Modes (each prints exactly one JSON object on stdout; logs go to stderr)::
+
+    python _crowdkit_runner.py accuracy DATASET_DIR [--methods M ...] [--timeout 300]
+        -> {method: {"time": s, "cpu_time": s, "labels": {task: label}, "error": str|null,
+                     "n_iter": int|null}}
+
+    python _crowdkit_runner.py speed --npz FILE --method DawidSkene --max-iter 20 [--tol 0]
+        -> {"method", "time", "cpu_time", "peak_rss_mb", "n_iter", "n_labels", ..., "error"}
+
+"time" is wall-clock seconds of ``fit_predict``; "cpu_time" is the process CPU
+seconds over the same span (less sensitive to other load on the machine).
+
+crowd-kit 1.4.2 names the iteration cap ``n_iter`` and the stopping threshold
+``tol`` (DawidSkene/OneCoinDawidSkene stop when the per-label ELBO gain is
+``< tol``, GLAD when the per-label Q gain is ``< tol``, MMSR when the change of
+``u v^T`` is ``< tol``).  ``--max-iter`` is passed as ``n_iter`` to every class
+whose constructor has it, and ``--tol`` as ``tol`` where present.  Note that
+``tol=0`` still stops EM early if the objective *decreases* (``gain < 0``);
+use ``--tol -inf`` to force exactly ``max_iter`` iterations.  ``n_iter`` in the
+output is ``len(loss_history_)`` when the fitted model has one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import inspect
+import json
+import math
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+# Categorical (single-label classification) aggregators of crowd-kit 1.4.2.
+# GoldMajorityVote is the only other one; it needs gold labels in fit(), so it
+# is not a truth-inference method and is left out.
+CATEGORICAL_METHODS = [
+    "MajorityVote",
+    "Wawa",
+    "ZeroBasedSkill",
+    "DawidSkene",
+    "OneCoinDawidSkene",
+    "GLAD",
+    "MACE",
+    "KOS",
+    "MMSR",
+]
+
+
+def _log(*args) -> None:
+    print(*args, file=sys.stderr, flush=True)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):  # pragma: no cover - signal handler
+    raise _Timeout()
+
+
+def _set_mem_limit(mem_gb: float | None) -> None:
+    if mem_gb:
+        lim = int(mem_gb * 1024**3)
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+
+
+def _peak_rss_mb() -> float:
+    # Linux: ru_maxrss is in KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _make(method: str, max_iter: int | None = None, tol: float | None = None):
+    import crowdkit.aggregation as agg
+
+    cls = getattr(agg, method)
+    params = inspect.signature(cls).parameters
+    kwargs = {}
+    if max_iter is not None and "n_iter" in params:
+        kwargs["n_iter"] = int(max_iter)
+    if tol is not None and "tol" in params:
+        kwargs["tol"] = float(tol)
+    return cls(**kwargs), kwargs
+
+
+def _fit_predict(method: str, df, timeout: float, max_iter=None, tol=None):
+    """Returns (labels Series or None, wall s, cpu s, error str or None, n_iter, kwargs)."""
+    model, kwargs = _make(method, max_iter, tol)
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    if timeout and timeout > 0:
+        signal.setitimer(signal.ITIMER_REAL, float(timeout))
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    labels, err = None, None
+    try:
+        # keep stdout clean for the JSON result
+        with contextlib.redirect_stdout(sys.stderr):
+            labels = model.fit_predict(df)
+    except _Timeout:
+        err = f"timeout after {timeout:g} s"
+    except MemoryError as e:
+        err = f"MemoryError: {e}"
+    except Exception as e:  # noqa: BLE001 - report any crash of the baseline
+        err = f"{type(e).__name__}: {e}"
+        _log(f"[{method}] crashed:\n{traceback.format_exc()}")
+    finally:
+        elapsed = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    hist = getattr(model, "loss_history_", None)
+    n_iter = len(hist) if isinstance(hist, list) else None
+    return labels, elapsed, cpu, err, n_iter, kwargs
+
+
+def _jsonable_label(x):
+    if x is None:
+        return None
+    try:
+        if isinstance(x, float) and math.isnan(x):
+            return None
+    except TypeError:
+        pass
+    if hasattr(x, "item"):
+        x = x.item()
+    return x if isinstance(x, (str, int, float, bool)) else str(x)
+
+
+def cmd_accuracy(args) -> dict:
+    import pandas as pd
+
+    path = Path(args.dataset_dir) / "labels.csv"
+    df = pd.read_csv(
+        path,
+        dtype={"task": str, "worker": str, "label": str},
+        keep_default_na=False,
+        usecols=["task", "worker", "label"],
+    )
+    _log(f"{path}: {len(df)} labels, {df.task.nunique()} tasks, "
+         f"{df.worker.nunique()} workers, {df.label.nunique()} classes")
+    out = {}
+    for m in args.methods:
+        labels, secs, cpu, err, n_iter, _ = _fit_predict(m, df, args.timeout)
+        res = {"time": round(secs, 6), "cpu_time": round(cpu, 6), "labels": {},
+               "error": err, "n_iter": n_iter}
+        if labels is not None:
+            res["labels"] = {str(k): _jsonable_label(v) for k, v in labels.items()}
+        _log(f"  {m:18s} {secs:9.3f} s wall {cpu:9.3f} s cpu" + (f"  ERROR {err}" if err else ""))
+        out[m] = res
+    return out
+
+
+def cmd_speed(args) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    with np.load(args.npz) as z:
+        task, worker, label = z["task"], z["worker"], z["label"]
+        truth = z["truth"] if "truth" in z.files else None
+    t0 = time.perf_counter()
+    df = pd.DataFrame({"task": task.astype(np.int64),
+                       "worker": worker.astype(np.int64),
+                       "label": label.astype(np.int64)})
+    build = time.perf_counter() - t0
+    rss_before = _peak_rss_mb()
+    tol = None if args.tol is None else float(args.tol)
+    labels, secs, cpu, err, n_iter, kwargs = _fit_predict(
+        args.method, df, args.timeout, max_iter=args.max_iter, tol=tol)
+    res = {
+        "method": args.method,
+        "kwargs": {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v)
+                   for k, v in kwargs.items()},
+        "n_labels": int(len(df)),
+        "n_tasks": int(df.task.nunique()),
+        "n_workers": int(df.worker.nunique()),
+        "n_classes": int(df.label.nunique()),
+        "time": round(secs, 6),
+        "cpu_time": round(cpu, 6),
+        "sec_per_iter": round(secs / n_iter, 6) if n_iter else None,
+        "cpu_sec_per_iter": round(cpu / n_iter, 6) if n_iter else None,
+        "n_iter": n_iter,
+        "build_df_time": round(build, 6),
+        "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "rss_before_fit_mb": round(rss_before, 1),
+        "mem_limit_gb": args.mem_gb,
+        "error": err,
+    }
+    if labels is not None and truth is not None:
+        pred = labels.reindex(np.arange(truth.size))
+        res["accuracy"] = round(float(np.mean(pred.to_numpy() == truth)), 6)
+    return res
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="mode", required=True)
+
+    a = sub.add_parser("accuracy", help="run aggregators on DATASET_DIR/labels.csv")
+    a.add_argument("dataset_dir")
+    a.add_argument("--methods", nargs="+", default=CATEGORICAL_METHODS)
+    a.add_argument("--timeout", type=float, default=300.0, help="per-method seconds")
+    a.add_argument("--mem-gb", type=float, default=None, help="RLIMIT_AS cap (GiB)")
+    a.add_argument("--out", default=None, help="also write the JSON here")
+
+    s = sub.add_parser("speed", help="time one aggregator on synthetic codes")
+    s.add_argument("--npz", required=True)
+    s.add_argument("--method", default="DawidSkene")
+    s.add_argument("--max-iter", type=int, default=20)
+    s.add_argument("--tol", default="0", help="float; 'none' keeps crowd-kit's default")
+    s.add_argument("--timeout", type=float, default=0.0, help="seconds, 0 = none")
+    s.add_argument("--mem-gb", type=float, default=None, help="RLIMIT_AS cap (GiB)")
+    s.add_argument("--out", default=None)
+
+    args = p.parse_args(argv)
+    if getattr(args, "tol", None) is not None and str(args.tol).lower() == "none":
+        args.tol = None
+    _set_mem_limit(args.mem_gb)
+    # silence crowd-kit / pandas warnings on stderr noise is fine; results go to stdout
+    os.environ.setdefault("TQDM_DISABLE", "1")
+
+    result = cmd_accuracy(args) if args.mode == "accuracy" else cmd_speed(args)
+    text = json.dumps(result)
+    if args.out:
+        Path(args.out).write_text(text)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

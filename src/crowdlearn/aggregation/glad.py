@@ -1,0 +1,320 @@
+"""GLAD: Generative model of Labels, Abilities and Difficulties, fitted by vectorised EM.
+
+Model (Whitehill, Ruvolo, Wu, Bergsma & Movellan, 2009, "Whose vote should count more:
+optimal integration of labels from labelers of unknown expertise", NIPS 22)::
+
+    y_n ~ Cat(pi)
+    P(answer_{n,w} = y_n)      = sigmoid(alpha_w * beta_n)
+    P(answer_{n,w} = l != y_n) = (1 - sigmoid(alpha_w * beta_n)) / (K - 1)
+
+``alpha_w`` in R is the worker's ability (negative = adversarial, 0 = guessing) and
+``beta_n = exp(log_beta_n) > 0`` the task's *inverse* difficulty (large = easy).  Gaussian
+priors ``alpha_w ~ N(alpha_prior_mean, alpha_prior_var)`` and
+``log_beta_n ~ N(log_beta_prior_mean, log_beta_prior_var)`` make the fit a MAP estimate.
+
+EM (a generalised EM: the M-step improves, not necessarily maximises, its objective)
+---------------------------------------------------------------------------------------
+With ``p_i = q_{task_i}(label_i)`` the posterior probability that answer ``i`` is right and
+``x_i = alpha_{w_i} beta_{n_i}``, the expected complete log-likelihood is, up to constants,
+``sum_i [p_i x_i - softplus(x_i)]``: a logistic regression with soft targets.  Its gradient
+is ``sum_i (p_i - sigmoid(x_i)) * beta`` (per worker) and ``... * x_i`` (per task, for
+``log beta``).  The M-step runs L-BFGS on the joint vector ``(alpha, log beta)``, warm-started
+from the previous values and preconditioned by the Gauss-Newton diagonal, for at most
+``m_step_max_iter`` iterations.  Every pass over the L answers is a gather plus
+``np.bincount`` -- no Python loop over answers, tasks or workers, no pandas.
+
+The E-step: with ``c = log(K - 1)``, answer ``i`` adds ``-softplus(x_i) - c`` to every class
+of its task and ``x_i + c`` more to the class it names, so the logits are two bincounts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..data import CrowdLabels
+from .base import BaseAggregator
+from .voting import vote_fractions
+
+__all__ = ["GLAD"]
+
+_TINY = 1e-300
+#: log beta is kept in [-_LOG_BETA_BOUND, _LOG_BETA_BOUND] (beta in [2e-9, 5e8])
+_LOG_BETA_BOUND = 20.0
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """``log(1 + exp(x))`` without overflow."""
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
+
+
+def _x_and_dx_log_beta(a_t: np.ndarray, beta_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    x = a_t * beta_t
+    return x, x
+
+
+def _newton_block(theta, group, size, p_right, x_of, mu, var, lo, hi, max_halvings=30):
+    """One safeguarded second-order ascent step on separable 1-D problems.
+
+    Maximises, for every group ``g`` independently,
+    ``f_g(theta_g) = sum_{i in g} [p_i x_i - softplus(x_i)] - (theta_g - mu)^2 / (2 var)``
+    where ``x_of(theta) -> (x, dx/dtheta)`` per answer.  The curvature used is the
+    Gauss-Newton one, ``sum sigma(1 - sigma) (dx)^2 + 1/var > 0`` (exact for ``alpha``), so the
+    direction always ascends; steps are halved per group until ``f_g`` does not decrease.
+    Returns the new values and the largest accepted move.
+    """
+    x, dx = x_of(theta)
+    sp = _softplus(x)
+    s = np.exp(x - sp)
+    dev = theta - mu
+    f_old = np.bincount(group, weights=p_right * x - sp, minlength=size) - 0.5 * dev * dev / var
+    grad = np.bincount(group, weights=(p_right - s) * dx, minlength=size) - dev / var
+    curv = np.bincount(group, weights=s * (1.0 - s) * dx * dx, minlength=size) + 1.0 / var
+    target = np.clip(theta + grad / curv, lo, hi)
+    step = target - theta
+    new = target
+    for _ in range(max_halvings):
+        x, _ = x_of(new)
+        dev = new - mu
+        f_new = np.bincount(group, weights=p_right * x - _softplus(x), minlength=size) - 0.5 * dev * dev / var
+        bad = ~(f_new >= f_old - 1e-12 * (1.0 + np.abs(f_old)))
+        if not bad.any():
+            break
+        step = np.where(bad, 0.5 * step, step)
+        new = theta + step
+    else:
+        new = np.where(bad, theta, new)
+    return new, float(np.max(np.abs(new - theta), initial=0.0))
+
+
+def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
+    if gold is not None:
+        known = gold >= 0
+        post[known] = 0.0
+        post[known, gold[known]] = 1.0
+    return post
+
+
+def coin_estep(
+    task: np.ndarray,
+    task_label: np.ndarray,
+    n_tasks: int,
+    n_classes: int,
+    base: np.ndarray,
+    delta: np.ndarray,
+    log_prior: np.ndarray,
+    gold: np.ndarray | None = None,
+) -> tuple[np.ndarray, float]:
+    """Posteriors of models where answer ``i`` has log-likelihood ``base_i + delta_i [l_i = j]``.
+
+    ``logits[n, j] = log_prior[j] + sum_{i in n} base_i + sum_{i in n, l_i = j} delta_i``;
+    returns the row-normalised posteriors and the marginal log-likelihood (for gold tasks the
+    joint log-likelihood with the gold class, their posterior being one-hot).
+    ``task_label`` is ``task * K + label`` (int64).
+    """
+    k = n_classes
+    logits = np.bincount(task_label, weights=delta, minlength=n_tasks * k).reshape(n_tasks, k)
+    logits += np.bincount(task, weights=base, minlength=n_tasks)[:, None]
+    logits += log_prior
+    top = logits.max(axis=1)
+    post = np.exp(logits - top[:, None])
+    total = post.sum(axis=1)
+    post /= total[:, None]
+    lse = top + np.log(total)
+    if gold is not None:
+        known = gold >= 0
+        lse[known] = logits[known, gold[known]]
+        _clamp(post, gold)
+    return post, float(lse.sum())
+
+
+class GLAD(BaseAggregator):
+    """GLAD: worker ability times task easiness decides the chance of a right answer.
+
+    Parameters
+    ----------
+    max_iter : int, default 100
+        Maximum number of EM iterations.
+    tol : float, default 1e-6
+        Stop when the objective (``history_``) changes by less than ``tol`` per answer.
+        ``tol=0`` runs exactly ``max_iter`` iterations.
+    alpha_prior_mean, alpha_prior_var : float, default 1.0, 1.0
+        Gaussian prior on every worker ability ``alpha_w``.
+    log_beta_prior_mean, log_beta_prior_var : float, default 0.0, 1.0
+        Gaussian prior on every ``log beta_n`` (beta = 1 is an "average" task).
+    fit_priors : bool, default True
+        Learn the class prior ``pi`` (MAP with ``prior_alpha``); False keeps it uniform, as
+        in the paper.
+    prior_alpha : float, default 1.0
+        Dirichlet pseudo-count added to each class when learning ``pi`` (as in
+        :class:`~crowdlearn.aggregation.dawid_skene.DawidSkene`).
+    m_step_max_iter : int, default 20
+        L-BFGS iterations per M-step (warm-started; a few suffice because EM repeats them).
+    random_state : int, default 0
+        Seed of the tie-breaking rule (the fit itself is deterministic).
+
+    Attributes
+    ----------
+    skills_ : Series, worker -> alpha (ability; > 0 better than chance).
+    difficulties_ : Series, task -> beta (the *inverse* difficulty; larger = easier).
+    priors_ : Series, class -> prior probability.
+    history_ : list of float
+        The MAP objective after each E-step: marginal log-likelihood of the answers plus the
+        log prior densities of ``alpha``, ``log beta`` and ``pi`` (up to constants).  It never
+        decreases.
+    n_iter_, converged_ : as in :class:`~crowdlearn.aggregation.base.BaseAggregator`.
+
+    Notes
+    -----
+    ``fit(labels, gold=...)`` clamps the posterior of gold tasks to their class during EM,
+    so they calibrate the abilities.  ``init`` gives the starting posteriors (default: the
+    majority-vote shares); the first M-step starts from ``alpha = alpha_prior_mean`` and
+    ``log beta = log_beta_prior_mean``.  ``predict_proba`` scores tasks with the fitted
+    abilities; a task the fit never saw gets ``beta = exp(log_beta_prior_mean)`` (1 by
+    default) and answers by unknown workers are ignored.
+    """
+
+    _uses_init = True
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-6,
+        alpha_prior_mean: float = 1.0,
+        alpha_prior_var: float = 1.0,
+        log_beta_prior_mean: float = 0.0,
+        log_beta_prior_var: float = 1.0,
+        fit_priors: bool = True,
+        prior_alpha: float = 1.0,
+        m_step_max_iter: int = 20,
+        random_state: int | None = 0,
+    ) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.alpha_prior_mean = alpha_prior_mean
+        self.alpha_prior_var = alpha_prior_var
+        self.log_beta_prior_mean = log_beta_prior_mean
+        self.log_beta_prior_var = log_beta_prior_var
+        self.fit_priors = fit_priors
+        self.prior_alpha = prior_alpha
+        self.m_step_max_iter = m_step_max_iter
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def _check_params(self) -> None:
+        if self.max_iter < 0:
+            raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
+        if self.m_step_max_iter < 1:
+            raise ValueError(f"m_step_max_iter must be >= 1, got {self.m_step_max_iter}")
+        for name in ("alpha_prior_var", "log_beta_prior_var"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {v}")
+        if not self.prior_alpha >= 0:
+            raise ValueError(f"prior_alpha must be >= 0, got {self.prior_alpha}")
+
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
+        self._check_params()
+        n, m, k = data.n_tasks, data.n_workers, data.n_classes
+        task = data.task.astype(np.intp)
+        worker = data.worker.astype(np.intp)
+        task_label = task * k + data.label
+        n_answers = max(data.n_labels, 1)
+
+        alpha = np.full(m, float(self.alpha_prior_mean))
+        log_beta = np.clip(np.full(n, float(self.log_beta_prior_mean)), -_LOG_BETA_BOUND, _LOG_BETA_BOUND)
+        log_prior = np.full(k, -np.log(k))
+        post = init if init is not None else vote_fractions(data)
+        post = _clamp(post, gold)
+
+        if k > 1:
+            self.converged_ = False
+            obj_prev = -np.inf
+            for it in range(self.max_iter):
+                # M-step: class prior in closed form, (alpha, log beta) by L-BFGS
+                log_prior = self._prior_step(post)
+                p_right = post.ravel()[task_label]
+                alpha, log_beta = self._ability_step(alpha, log_beta, p_right, task, worker)
+                # E-step
+                post, ll = self._estep(task, worker, task_label, n, k, alpha, log_beta, log_prior, gold)
+                obj = ll + self._log_prior_density(alpha, log_beta, log_prior)
+                self.history_.append(obj)
+                self.n_iter_ = it + 1
+                if self.tol > 0 and abs(obj - obj_prev) / n_answers < self.tol:
+                    self.converged_ = True
+                    break
+                obj_prev = obj
+        else:  # one class: every answer is right, nothing to learn
+            post = np.ones((n, 1))
+
+        self._alpha = alpha
+        self._log_beta = log_beta
+        self._log_prior = log_prior
+        self.skills_ = pd.Series(alpha, index=data.workers, name="skill")
+        self.difficulties_ = pd.Series(np.exp(log_beta), index=data.tasks, name="beta")
+        self.priors_ = pd.Series(np.exp(log_prior), index=data.classes, name="prior")
+        return post
+
+    def _prior_step(self, post: np.ndarray) -> np.ndarray:
+        k = post.shape[1]
+        if not self.fit_priors:
+            return np.full(k, -np.log(k))
+        counts = post.sum(axis=0) + self.prior_alpha
+        return np.log(np.maximum(counts / counts.sum(), _TINY))
+
+    def _log_prior_density(self, alpha: np.ndarray, log_beta: np.ndarray, log_prior: np.ndarray) -> float:
+        out = -0.5 * float(np.sum((alpha - self.alpha_prior_mean) ** 2)) / self.alpha_prior_var
+        out -= 0.5 * float(np.sum((log_beta - self.log_beta_prior_mean) ** 2)) / self.log_beta_prior_var
+        if self.fit_priors:
+            out += self.prior_alpha * float(log_prior.sum())
+        return out
+
+    @staticmethod
+    def _estep(task, worker, task_label, n, k, alpha, log_beta, log_prior, gold):
+        x = alpha[worker] * np.exp(log_beta)[task]
+        c = np.log(k - 1)
+        return coin_estep(task, task_label, n, k, -_softplus(x) - c, x + c, log_prior, gold)
+
+    def _ability_step(self, alpha, log_beta, p_right, task, worker):
+        """Improve ``sum_i [p_i x_i - softplus(x_i)]`` + Gaussian log priors.
+
+        Alternates one safeguarded Newton step on every ``alpha_w`` (``log beta`` fixed; the
+        problem is separable and concave per worker) with one safeguarded Fisher-scoring step
+        on every ``log beta_n`` (``alpha`` fixed; separable per task), ``m_step_max_iter``
+        times.  A step is halved for exactly those workers/tasks whose own objective term
+        would decrease, so every round increases the M-step objective.
+        """
+        m, n = len(alpha), len(log_beta)
+        mu_a, var_a = float(self.alpha_prior_mean), float(self.alpha_prior_var)
+        mu_b, var_b = float(self.log_beta_prior_mean), float(self.log_beta_prior_var)
+        beta_t = np.exp(log_beta)[task]
+        for _ in range(int(self.m_step_max_iter)):
+            alpha, moved_a = _newton_block(
+                alpha, worker, m, p_right, lambda a: (a[worker] * beta_t, beta_t),
+                mu_a, var_a, -np.inf, np.inf,
+            )
+            a_t = alpha[worker]
+            log_beta, moved_b = _newton_block(
+                log_beta, task, n, p_right,
+                lambda u: _x_and_dx_log_beta(a_t, np.exp(u)[task]),
+                mu_b, var_b, -_LOG_BETA_BOUND, _LOG_BETA_BOUND,
+            )
+            beta_t = np.exp(log_beta)[task]
+            if max(moved_a, moved_b) < 1e-6:
+                break
+        return alpha, log_beta
+
+    # ------------------------------------------------------------- predict
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        k = data.n_classes
+        if k == 1:
+            return np.ones((data.n_tasks, 1))
+        pos = self.tasks_.get_indexer(data.tasks)
+        default = np.clip(float(self.log_beta_prior_mean), -_LOG_BETA_BOUND, _LOG_BETA_BOUND)
+        log_beta = np.where(pos >= 0, self._log_beta[np.maximum(pos, 0)], default)
+        task = data.task.astype(np.intp)
+        post, _ = self._estep(
+            task, data.worker.astype(np.intp), task * k + data.label, data.n_tasks, k,
+            self._alpha, log_beta, self._log_prior, None,
+        )
+        return post

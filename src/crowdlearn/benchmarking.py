@@ -1,0 +1,60 @@
+"""Accuracy and time of registered methods on datasets with gold labels."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .data import CrowdLabels
+from .registry import get_method, methods
+
+__all__ = ["gold_accuracy", "run_methods"]
+
+
+def gold_accuracy(labels_: pd.Series, data: CrowdLabels) -> float:
+    """Accuracy of ``labels_`` on the tasks of ``data`` that have gold (NaN without gold)."""
+    if data.truth is None or not np.any(data.truth >= 0):
+        return float("nan")
+    known = data.truth >= 0
+    truth = data.classes.take(data.truth[known])
+    pred = labels_.reindex(data.tasks[known]).to_numpy()
+    return float(np.mean(pred == truth.to_numpy()))
+
+
+def run_methods(
+    datasets: Mapping[str, CrowdLabels],
+    method_names: Iterable[str] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Fit each method on each dataset; a long table (dataset, method, accuracy, seconds, error).
+
+    A method that raises is reported in ``error`` instead of aborting the whole table.
+    """
+    names = list(method_names) if method_names is not None else list(methods())
+    rows = []
+    for dname, data in datasets.items():
+        for name in names:
+            cls = get_method(name)
+            est = cls()
+            if "random_state" in est.get_params():
+                est.set_params(random_state=seed)
+            t0 = time.perf_counter()
+            try:
+                est.fit(data)
+                err = None
+            except (ValueError, NotImplementedError) as exc:  # e.g. a binary-only method
+                err = str(exc).splitlines()[0]
+            elapsed = time.perf_counter() - t0
+            rows.append(
+                {
+                    "dataset": dname,
+                    "method": name,
+                    "accuracy": np.nan if err else gold_accuracy(est.labels_, data),
+                    "seconds": elapsed,
+                    "error": err,
+                }
+            )
+    return pd.DataFrame(rows)

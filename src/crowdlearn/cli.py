@@ -1,0 +1,257 @@
+"""The ``crowdlearn`` command.
+
+Sub-commands: ``aggregate``, ``methods``, ``simulate``, ``benchmark``, ``demo``.  Bad input
+ends with exit status 2 and one line ``crowdlearn: error: ...`` on stderr; nothing below this
+module prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+class UsageError(ValueError):
+    """Bad input detected by the CLI itself."""
+
+
+def _parse_params(pairs: list[str] | None) -> dict:
+    """``key=value`` strings to a dict; values parsed as int/float/bool/None when possible."""
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise UsageError(f"--param expects key=value, got {pair!r}")
+        key, value = pair.split("=", 1)
+        low = value.lower()
+        if low in ("true", "false"):
+            parsed: object = low == "true"
+        elif low == "none":
+            parsed = None
+        else:
+            try:
+                parsed = int(value)
+            except ValueError:
+                try:
+                    parsed = float(value)
+                except ValueError:
+                    parsed = value
+        out[key.strip()] = parsed
+    return out
+
+
+def _make_estimator(name: str, seed: int | None, params: dict):
+    from .registry import get_method
+
+    est = get_method(name)()
+    valid = est.get_params()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise UsageError(
+            f"method {name!r} has no parameter(s) {unknown}; it takes {sorted(valid)}"
+        )
+    est.set_params(**params)
+    if seed is not None and "random_state" in valid:
+        est.set_params(random_state=seed)
+    return est
+
+
+def _cmd_aggregate(args) -> int:
+    import pandas as pd
+
+    from .benchmarking import gold_accuracy
+    from .data import CrowdLabels
+    from .io import read_table, write_table
+    from .report import posterior_table
+
+    cols = (args.task_col, args.worker_col, args.label_col)
+    df = read_table(args.input, columns=cols)
+    truth = None
+    if args.gold:
+        gdf = read_table(args.gold)
+        tcol = args.task_col if args.task_col in gdf.columns else gdf.columns[0]
+        vcol = next((c for c in ("truth", "gold", "label", args.label_col) if c in gdf.columns and c != tcol), None)
+        if vcol is None:
+            raise UsageError(f"{args.gold}: expected columns task,truth; found {list(gdf.columns)}")
+        truth = gdf.set_index(tcol)[vcol]
+    classes = args.classes.split(",") if args.classes else None
+    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth)
+    est = _make_estimator(args.method, args.seed, _parse_params(args.param))
+    t0 = time.perf_counter()
+    est.fit(data)
+    elapsed = time.perf_counter() - t0
+    table = posterior_table(est)
+    if args.out:
+        write_table(table, args.out)
+    else:
+        table.to_csv(sys.stdout, index=False)
+    summary = (
+        f"{args.method}: {data.n_labels} answers, {data.n_tasks} tasks, {data.n_workers} workers, "
+        f"{data.n_classes} classes; {est.n_iter_} iterations, "
+        f"converged={est.converged_}, {elapsed:.3f} s"
+    )
+    if truth is not None:
+        summary += f"; accuracy on {int((data.truth >= 0).sum())} gold tasks = {gold_accuracy(est.labels_, data):.4f}"
+    print(summary, file=sys.stderr)
+    return 0
+
+
+def _cmd_methods(args) -> int:
+    from .registry import REGISTRY, get_method
+
+    width = max(len(n) for n in REGISTRY)
+    for name in REGISTRY:
+        try:
+            cls = get_method(name)
+            doc = (cls.__doc__ or "").strip().splitlines()[0]
+        except ImportError as exc:
+            doc = f"(unavailable: {exc})"
+        print(f"{name:<{width}}  {doc}")
+    return 0
+
+
+def _format_table(df) -> str:
+    return df.to_markdown(index=False, floatfmt=".4f") if _has_tabulate() else df.to_string(index=False)
+
+
+def _has_tabulate() -> bool:
+    try:
+        import tabulate  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _accuracy_table(datasets: dict, method_names, seed) -> str:
+    from .benchmarking import run_methods
+
+    long = run_methods(datasets, method_names, seed=seed)
+    long["acc"] = long["accuracy"].map(lambda a: "n/a" if a != a else f"{a:.4f}")
+    long.loc[long["error"].notna(), "acc"] = "error"
+    if len(datasets) == 1:
+        out = long[["method", "acc", "seconds"]].rename(columns={"acc": "accuracy"})
+        out["seconds"] = out["seconds"].map(lambda s: f"{s:.3f}")
+        return out.to_string(index=False)
+    wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
+    return wide.to_string()
+
+
+def _cmd_benchmark(args) -> int:
+    from .io import load_folder
+
+    datasets = {}
+    for folder in args.folders:
+        datasets[Path(folder).name] = load_folder(folder)
+    methods = args.methods.split(",") if args.methods else None
+    print(_accuracy_table(datasets, methods, args.seed))
+    return 0
+
+
+def _cmd_demo(args) -> int:
+    from . import datasets
+
+    data = datasets.load(args.dataset)
+    print(
+        f"{args.dataset}: {data.n_labels} answers, {data.n_tasks} tasks, "
+        f"{data.n_workers} workers, {data.n_classes} classes; accuracy against its gold labels"
+    )
+    methods = args.methods.split(",") if args.methods else None
+    print(_accuracy_table({args.dataset: data}, methods, args.seed))
+    return 0
+
+
+def _cmd_simulate(args) -> int:
+    from . import simulate
+    from .io import write_table
+
+    data = simulate.from_cli(
+        n_tasks=args.tasks,
+        n_workers=args.workers,
+        n_classes=args.classes,
+        labels_per_task=args.labels_per_task,
+        spammers=args.spammers,
+        adversaries=args.adversaries,
+        seed=args.seed,
+    )
+    write_table(data.to_frame(), args.out)
+    if args.truth_out:
+        import pandas as pd
+
+        write_table(pd.DataFrame({"task": data.tasks, "truth": data.classes.take(data.truth)}), args.truth_out)
+    print(f"wrote {data.n_labels} answers to {args.out}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="crowdlearn", description="Learning from crowds.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    a = sub.add_parser("aggregate", help="infer the true label of every task")
+    a.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of answers")
+    a.add_argument("--method", default="ds")
+    a.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
+    a.add_argument("--task-col", default="task")
+    a.add_argument("--worker-col", default="worker")
+    a.add_argument("--label-col", default="label")
+    a.add_argument("--classes", help="comma-separated class set (default: the labels seen)")
+    a.add_argument("--gold", help="file of task,truth; reports accuracy")
+    a.add_argument("--seed", type=int, default=None)
+    a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
+    a.set_defaults(func=_cmd_aggregate)
+
+    m = sub.add_parser("methods", help="list the registered methods")
+    m.set_defaults(func=_cmd_methods)
+
+    b = sub.add_parser("benchmark", help="accuracy table over dataset folders")
+    b.add_argument("folders", nargs="+", help="folders holding labels.csv and truth.csv")
+    b.add_argument("--methods", help="comma-separated method names (default: all)")
+    b.add_argument("--seed", type=int, default=0)
+    b.set_defaults(func=_cmd_benchmark)
+
+    d = sub.add_parser("demo", help="aggregate a bundled real dataset with every method")
+    d.add_argument("--dataset", default="zencrowd_us")
+    d.add_argument("--methods", help="comma-separated method names (default: all)")
+    d.add_argument("--seed", type=int, default=0)
+    d.set_defaults(func=_cmd_demo)
+
+    s = sub.add_parser("simulate", help="write a synthetic crowd (Dawid-Skene workers)")
+    s.add_argument("--tasks", type=int, default=1000)
+    s.add_argument("--workers", type=int, default=50)
+    s.add_argument("--classes", type=int, default=3)
+    s.add_argument("--labels-per-task", type=int, default=5)
+    s.add_argument("--spammers", type=float, default=0.0, help="fraction of uniform spammers")
+    s.add_argument("--adversaries", type=float, default=0.0, help="fraction of adversaries")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", required=True)
+    s.add_argument("--truth-out", help="also write task,truth here")
+    s.set_defaults(func=_cmd_simulate)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, OSError) as exc:
+        if args.debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"crowdlearn: error: {msg}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("crowdlearn: error: out of memory", file=sys.stderr)
+        return 2
+    except Exception as exc:  # pragma: no cover - last resort: one line, not a traceback
+        if args.debug:
+            raise
+        print(f"crowdlearn: internal error ({type(exc).__name__}): {exc}; rerun with --debug", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

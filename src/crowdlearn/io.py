@@ -1,0 +1,152 @@
+"""Readers and writers for crowd answer tables (CSV, TSV, Parquet, JSON Lines).
+
+Every reader error is a ``ValueError`` (or ``FileNotFoundError``) with the file name and what
+is wrong, so the CLI can print one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["read_table", "write_table", "detect_format", "load_folder"]
+
+_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+
+def detect_format(path: str | Path) -> str:
+    """File format from the extension (``.gz``/``.bz2``/``.zst`` compression is skipped)."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".zst", ".xz", ".zip"):
+        suffixes.pop()
+    fmt = _FORMATS.get(suffixes[-1] if suffixes else "")
+    if fmt is None:
+        raise ValueError(
+            f"{path}: unknown file type; use .csv, .tsv, .parquet or .jsonl "
+            "(optionally compressed)"
+        )
+    return fmt
+
+
+def read_table(
+    path: str | Path,
+    columns: Sequence[str] | None = None,
+    fmt: str | None = None,
+) -> pd.DataFrame:
+    """Read a table of answers; ids are kept as strings so ``007`` stays ``007``.
+
+    Parameters
+    ----------
+    path : path-like
+    columns : sequence of str, optional
+        Columns that must be present (a missing one raises ``ValueError`` naming it).
+    fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
+        Overrides the extension.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, expected a file of answers")
+    fmt = fmt or detect_format(path)
+    try:
+        if fmt in ("csv", "tsv"):
+            df = pd.read_csv(
+                path, sep="," if fmt == "csv" else "\t", dtype=str, keep_default_na=False,
+                na_values=[""],
+            )
+        elif fmt == "parquet":
+            try:
+                df = pd.read_parquet(path)
+            except ImportError as exc:
+                raise ValueError(
+                    f"{path}: reading Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
+                ) from exc
+        elif fmt == "jsonl":
+            df = pd.read_json(path, lines=True, dtype=False)
+        else:
+            raise ValueError(f"unknown format {fmt!r}")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(str(path)):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path}: cannot parse as {fmt}: {first}") from None
+    if columns is not None:
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
+            )
+    if len(df) == 0:
+        raise ValueError(f"{path}: no rows")
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> None:
+    """Write CSV/TSV/Parquet/JSON Lines chosen by the extension."""
+    path = Path(path)
+    fmt = detect_format(path)
+    if fmt == "csv":
+        df.to_csv(path, index=False)
+    elif fmt == "tsv":
+        df.to_csv(path, index=False, sep="\t")
+    elif fmt == "parquet":
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError as exc:
+            raise ValueError(
+                f"{path}: writing Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
+            ) from exc
+    else:
+        df.to_json(path, orient="records", lines=True, force_ascii=False)
+
+
+def load_folder(path: str | Path, with_features: bool = False):
+    """Load a dataset folder in the common format into a :class:`CrowdLabels`.
+
+    The folder holds ``labels.csv`` (task,worker,label), optional ``truth.csv``
+    (task,truth), and optional ``features.npy`` with ``tasks.csv`` giving its row order.
+    """
+    import numpy as np
+
+    from .data import CrowdLabels
+
+    path = Path(path)
+    labels_file = path / "labels.csv"
+    if not labels_file.exists():
+        gz = path / "labels.csv.gz"
+        if not gz.exists():
+            raise FileNotFoundError(f"{path}: no labels.csv in this folder")
+        labels_file = gz
+    df = read_table(labels_file, columns=("task", "worker", "label"), fmt="csv")
+    truth = None
+    for name in ("truth.csv", "truth.csv.gz"):
+        if (path / name).exists():
+            t = read_table(path / name, columns=("task", "truth"), fmt="csv")
+            truth = t.set_index("task")["truth"]
+            break
+    features = None
+    if with_features and (path / "features.npy").exists() and (path / "tasks.csv").exists():
+        order = read_table(path / "tasks.csv", fmt="csv")
+        col = "task" if "task" in order.columns else order.columns[0]
+        features = pd.DataFrame(np.load(path / "features.npy"), index=order[col].to_numpy())
+        features = features[~features.index.duplicated()]
+    if features is not None:
+        # tasks with features but no answers stay (end-to-end learning can use them)
+        labels = CrowdLabels.from_frame(df, truth=truth, all_tasks=features.index)
+        return labels.with_features(features)
+    return CrowdLabels.from_frame(df, truth=truth)

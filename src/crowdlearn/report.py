@@ -1,0 +1,120 @@
+"""Result bundles: what a fitted aggregator says about tasks, workers and single answers.
+
+>>> res = summarize(DawidSkene().fit(labels), labels)     # doctest: +SKIP
+>>> res.tasks.head(); res.workers.sort_values("accuracy").head()   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .data import CrowdLabels, as_crowd_labels
+
+__all__ = ["AggregationResult", "summarize", "posterior_table"]
+
+
+@dataclass(frozen=True)
+class AggregationResult:
+    """Per-task, per-worker and per-answer tables for one fit.
+
+    Attributes
+    ----------
+    tasks : DataFrame indexed by task
+        ``label``, ``confidence`` (max posterior), ``entropy`` (nats), ``n_labels``,
+        ``agreement`` (share of the task's answers equal to ``label``).
+    workers : DataFrame indexed by worker
+        ``accuracy`` (model estimate where the method has a worker model, else agreement),
+        ``n_labels``, ``agreement`` (share of answers equal to the consensus), ``worst_class``
+        (true class with the lowest estimated recall, where confusions exist).
+    annotations : DataFrame, one row per answer
+        ``task``, ``worker``, ``label``, ``agrees`` (equals the consensus) and ``quality``
+        (posterior probability of the answered class).
+    confusions : ndarray (n_workers, K, K) or None
+        ``[worker, true, answered]``, rows sum to 1.
+    method : str
+    """
+
+    tasks: pd.DataFrame
+    workers: pd.DataFrame
+    annotations: pd.DataFrame
+    confusions: np.ndarray | None
+    method: str
+
+
+def posterior_table(estimator) -> pd.DataFrame:
+    """``task, label, confidence, p_<class>...``: the CLI's output format."""
+    proba = estimator.probas_
+    out = pd.DataFrame(
+        {
+            "task": proba.index.to_numpy(),
+            "label": estimator.labels_.to_numpy(),
+            "confidence": proba.max(axis=1).to_numpy(),
+        }
+    )
+    for j, c in enumerate(proba.columns):
+        out[f"p_{c}"] = proba.iloc[:, j].to_numpy()
+    return out
+
+
+def summarize(estimator, labels) -> AggregationResult:
+    """Build the result bundle of a fitted aggregator on the data it was fitted on."""
+    data: CrowdLabels = as_crowd_labels(labels)
+    proba = estimator.probas_.reindex(index=data.tasks, columns=data.classes).to_numpy()
+    consensus = data.classes.get_indexer(estimator.labels_.reindex(data.tasks))
+    n_task = data.labels_per_task()
+    hits = (data.label == consensus[data.task]).astype(float)
+    agree_task = np.bincount(data.task, weights=hits, minlength=data.n_tasks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        plogp = np.where(proba > 0, proba * np.log(np.where(proba > 0, proba, 1.0)), 0.0)
+    tasks = pd.DataFrame(
+        {
+            "label": estimator.labels_.reindex(data.tasks).to_numpy(),
+            "confidence": proba.max(axis=1),
+            "entropy": -plogp.sum(axis=1),
+            "n_labels": n_task,
+            "agreement": np.divide(agree_task, n_task, out=np.zeros(data.n_tasks), where=n_task > 0),
+        },
+        index=data.tasks,
+    )
+
+    n_w = data.labels_per_worker()
+    agree_w = np.divide(
+        np.bincount(data.worker, weights=hits, minlength=data.n_workers), n_w,
+        out=np.zeros(data.n_workers), where=n_w > 0,
+    )
+    confusions = getattr(estimator, "confusions_", None)
+    worst = None
+    if confusions is not None and confusions.shape[0] == data.n_workers:
+        prior = getattr(estimator, "priors_", None)
+        prior = (
+            prior.to_numpy() if prior is not None else np.full(data.n_classes, 1.0 / data.n_classes)
+        )
+        recall = np.einsum("wjj->wj", confusions)
+        accuracy = recall @ prior
+        worst = data.classes.take(recall.argmin(axis=1))
+    else:
+        skills = getattr(estimator, "skills_", None)
+        if skills is not None:
+            s = skills.reindex(data.workers).to_numpy(dtype=float)
+            accuracy = s if np.all((s >= 0) & (s <= 1)) else agree_w
+        else:
+            accuracy = agree_w
+    workers = pd.DataFrame(
+        {"accuracy": accuracy, "n_labels": n_w, "agreement": agree_w}, index=data.workers
+    )
+    if worst is not None:
+        workers["worst_class"] = worst
+
+    annotations = data.to_frame()
+    annotations["agrees"] = hits.astype(bool)
+    annotations["quality"] = proba[data.task, data.label]
+    return AggregationResult(
+        tasks=tasks,
+        workers=workers,
+        annotations=annotations,
+        confusions=confusions,
+        method=type(estimator).__name__,
+    )

@@ -1,0 +1,82 @@
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from crowdlearn.cli import main
+
+
+def run(args, capsys):
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_aggregate_writes_posteriors(tmp_path, capsys):
+    df = pd.DataFrame({"task": ["a", "a", "b", "b", "b"], "worker": ["x", "y", "x", "y", "z"],
+                       "label": ["cat", "cat", "dog", "cat", "dog"]})
+    src = tmp_path / "in.tsv"
+    df.to_csv(src, sep="\t", index=False)
+    gold = tmp_path / "gold.csv"
+    pd.DataFrame({"task": ["a", "b"], "truth": ["cat", "dog"]}).to_csv(gold, index=False)
+    out = tmp_path / "out.csv"
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--out", str(out), "--gold", str(gold), "--seed", "1"], capsys)
+    assert code == 0
+    res = pd.read_csv(out)
+    assert list(res.columns) == ["task", "label", "confidence", "p_cat", "p_dog"]
+    assert list(res["label"]) == ["cat", "dog"]
+    assert "accuracy on 2 gold tasks = 1.0000" in err
+
+
+def test_aggregate_parquet_and_custom_columns(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    df = pd.DataFrame({"item": [1, 1, 2], "annotator": ["p", "q", "p"], "answer": [0, 1, 1]})
+    src = tmp_path / "in.parquet"
+    df.to_parquet(src)
+    out = tmp_path / "out.parquet"
+    code, _, _ = run(["aggregate", str(src), "--task-col", "item", "--worker-col", "annotator",
+                      "--label-col", "answer", "--out", str(out), "--method", "ds"], capsys)
+    assert code == 0
+    assert len(pd.read_parquet(out)) == 2
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("", "empty"),
+        ("task,worker\n1,2\n", "missing column(s) ['label']"),
+        ("task,worker,label\n1,a,\n", "missing value in column 'label' at row 0"),
+    ],
+)
+def test_bad_input_gives_one_line(tmp_path, capsys, content, message):
+    src = tmp_path / "bad.csv"
+    src.write_text(content)
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_unknown_method_and_param(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n")
+    code, _, err = run(["aggregate", str(src), "--method", "nope"], capsys)
+    assert code == 2 and "unknown method 'nope'" in err
+    code, _, err = run(["aggregate", str(src), "--param", "max_iters=3"], capsys)
+    assert code == 2 and "no parameter(s) ['max_iters']" in err
+    code, _, err = run(["aggregate", str(tmp_path / "missing.csv")], capsys)
+    assert code == 2 and "no such file" in err
+
+
+def test_methods_and_demo(capsys):
+    code, out, _ = run(["methods"], capsys)
+    assert code == 0 and "ds" in out and "mv" in out
+    code, out, _ = run(["demo", "--methods", "mv,ds"], capsys)
+    assert code == 0 and "zencrowd_us" in out
+    acc = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()[2:]}
+    assert acc["mv"] > 0.85 and acc["ds"] > 0.8
+
+
+def test_console_script_entry_point():
+    res = subprocess.run([sys.executable, "-m", "crowdlearn.cli", "methods"], capture_output=True, text=True)
+    assert res.returncode == 0 and "glad" in res.stdout

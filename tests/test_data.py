@@ -1,0 +1,105 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn import CrowdLabels
+
+
+def frame():
+    return pd.DataFrame(
+        {
+            "task": ["b", "a", "b", "c", "a", "a"],
+            "worker": ["w1", "w1", "w2", "w2", "w3", "w1"],
+            "label": ["x", "y", "x", "x", "y", "y"],
+        }
+    )
+
+
+def test_from_frame_codes_sorted_and_csr():
+    d = CrowdLabels.from_frame(frame())
+    assert d.task.dtype == np.int32 and d.worker.dtype == np.int32 and d.label.dtype == np.int32
+    assert list(d.tasks) == ["a", "b", "c"] and list(d.classes) == ["x", "y"]
+    assert np.all(np.diff(d.task) >= 0)
+    np.testing.assert_array_equal(d.task_ptr, [0, 3, 5, 6])
+    # repeated (a, w1) answers are kept by default
+    assert d.n_labels == 6
+
+
+def test_round_trip_to_frame():
+    d = CrowdLabels.from_frame(frame())
+    back = d.to_frame().sort_values(["task", "worker", "label"]).reset_index(drop=True)
+    orig = frame().sort_values(["task", "worker", "label"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(back, orig)
+
+
+def test_duplicate_policies():
+    assert CrowdLabels.from_frame(frame(), duplicates="last").n_labels == 5
+    with pytest.raises(ValueError, match="repeated"):
+        CrowdLabels.from_frame(frame(), duplicates="error")
+
+
+def test_classes_given_and_violated():
+    d = CrowdLabels.from_frame(frame(), classes=["y", "x", "z"])
+    assert list(d.classes) == ["y", "x", "z"]
+    with pytest.raises(ValueError, match="not one of the given classes"):
+        CrowdLabels.from_frame(frame(), classes=["x"])
+
+
+@pytest.mark.parametrize("col", ["task", "worker", "label"])
+def test_nan_and_missing_columns_are_named(col):
+    df = frame()
+    df.loc[2, col] = None
+    with pytest.raises(ValueError, match=f"column '{col}' at row 2"):
+        CrowdLabels.from_frame(df)
+    with pytest.raises(ValueError, match="missing column"):
+        CrowdLabels.from_frame(frame().drop(columns=[col]))
+
+
+def test_empty_table():
+    with pytest.raises(ValueError, match="empty"):
+        CrowdLabels.from_frame(frame().iloc[:0])
+
+
+def test_unicode_and_tuple_ids_and_float_labels():
+    df = pd.DataFrame({"task": [("é", 1), ("é", 1), "日本"], "worker": ["Ω", "ж", "Ω"], "label": [1.0, 2.0, 1.0]})
+    d = CrowdLabels.from_frame(df)
+    assert d.n_tasks == 2 and d.n_workers == 2
+    assert list(d.classes) == [1, 2]
+
+
+def test_wide_round_trip_and_subset():
+    d = CrowdLabels.from_frame(frame(), duplicates="last")
+    wide = d.to_wide()
+    assert wide.shape == (3, 3) and wide.loc["c", "w2"] == "x" and pd.isna(wide.loc["c", "w1"])
+    d2 = CrowdLabels.from_wide(wide)
+    assert d2.n_labels == d.n_labels and list(d2.classes) == list(d.classes)
+    sub = d.subset(workers=["w1"])
+    assert set(sub.workers) == {"w1"} and list(sub.classes) == ["x", "y"]
+    assert sub.n_labels == 2
+
+
+def test_truth_and_features_alignment():
+    truth = {"a": "y", "b": "x", "zzz": "x"}  # unknown task ignored
+    feats = pd.DataFrame(np.arange(6.0).reshape(3, 2), index=["c", "a", "b"])
+    d = CrowdLabels.from_frame(frame(), truth=truth, features=feats)
+    np.testing.assert_array_equal(d.truth, [1, 0, -1])
+    np.testing.assert_array_equal(d.features[:, 0], [2.0, 4.0, 0.0])
+    with pytest.raises(ValueError, match="one row per task"):
+        CrowdLabels.from_frame(frame(), features=np.zeros((2, 3)))
+
+
+def test_immutable_codes():
+    d = CrowdLabels.from_frame(frame())
+    with pytest.raises(ValueError):
+        d.label[0] = 1
+
+
+def test_many_classes_no_dense_tasks_by_workers():
+    rng = np.random.default_rng(0)
+    n = 50_000
+    df = pd.DataFrame({"task": rng.integers(0, 20_000, n), "worker": rng.integers(0, 20_000, n),
+                       "label": rng.integers(0, 10_000, n)})
+    d = CrowdLabels.from_frame(df)
+    assert d.n_classes > 9000
+    votes = d.incidence()
+    assert votes.shape == (d.n_tasks, d.n_workers * d.n_classes) and votes.nnz == n

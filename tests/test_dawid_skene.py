@@ -1,0 +1,124 @@
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import load_shared, planted_crowd
+
+from crowdlearn import ClassConditionalDawidSkene, DawidSkene, MajorityVote, OneCoinDawidSkene
+from crowdlearn.kernels import resolve_backend
+
+
+def accuracy(est, data):
+    return float(np.mean(est.label_codes_ == data.truth))
+
+
+def test_recovers_planted_asymmetric_confusions():
+    data, conf = planted_crowd(n_tasks=6000, n_workers=20, k=3, per_task=6, seed=1)
+    ds = DawidSkene().fit(data)
+    err = np.abs(ds.confusions_ - conf).max()
+    assert err < 0.08, err
+    # orientation: rows are the true class and sum to one
+    np.testing.assert_allclose(ds.confusions_.sum(axis=2), 1.0)
+    frob = np.linalg.norm(ds.confusions_ - conf, axis=(1, 2)).mean()
+    assert frob < 0.06, frob
+
+
+def test_orientation_with_a_biased_worker():
+    # a worker who answers 1 whenever the truth is 0 (and is right on 1): row 0 = [0, 1]
+    rng = np.random.default_rng(0)
+    n = 3000
+    truth = rng.integers(0, 2, n)
+    rows = []
+    for w in range(5):  # honest 85% workers
+        lab = np.where(rng.random(n) < 0.85, truth, 1 - truth)
+        rows += [(t, f"h{w}", int(lab[t])) for t in range(n)]
+    rows += [(t, "biased", 1) for t in range(n)]
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    ds = DawidSkene().fit(df)
+    c = ds.confusion("biased")
+    assert c.loc[0, 1] > 0.97 and c.loc[1, 1] > 0.97
+    assert c.index.name == "true" and c.columns.name == "answered"
+
+
+def test_ds_beats_mv_with_spammers():
+    data, _ = planted_crowd(n_tasks=3000, n_workers=20, k=4, per_task=5, seed=2, spammers=8)
+    acc_ds = accuracy(DawidSkene().fit(data), data)
+    acc_mv = accuracy(MajorityVote().fit(data), data)
+    assert acc_ds > acc_mv + 0.05, (acc_ds, acc_mv)
+
+
+@pytest.mark.skipif(resolve_backend("auto", 10**9) != "numba", reason="numba not installed")
+def test_numba_and_numpy_backends_agree():
+    data, _ = planted_crowd(n_tasks=1500, n_workers=25, k=4, per_task=4, seed=3)
+    a = DawidSkene(backend="numpy", max_iter=15, tol=0).fit(data)
+    b = DawidSkene(backend="numba", max_iter=15, tol=0).fit(data)
+    np.testing.assert_allclose(a.probas_.to_numpy(), b.probas_.to_numpy(), atol=1e-10)
+    np.testing.assert_allclose(a.history_, b.history_, rtol=1e-10)
+    assert a.n_iter_ == 15 and not a.converged_
+
+
+def test_likelihood_increases_and_converges():
+    data, _ = planted_crowd(seed=4)
+    ds = DawidSkene(alpha=0.0, diag_alpha=0.0).fit(data)
+    h = np.array(ds.history_)
+    assert np.all(np.diff(h) > -1e-6 * abs(h[-1]))
+    assert ds.converged_ and ds.n_iter_ < 100
+
+
+def test_gold_init_and_confusion_prior():
+    data, conf = planted_crowd(n_tasks=500, seed=5)
+    gold = pd.Series(data.truth[:50], index=data.tasks[:50])
+    ds = DawidSkene().fit(data, gold=gold)
+    assert (ds.labels_.iloc[:50].to_numpy() == data.truth[:50]).all()
+    # a perfect-information init is kept near the truth
+    init = np.eye(3)[data.truth]
+    ds2 = DawidSkene(max_iter=1).fit(data, init=init)
+    assert accuracy(ds2, data) > accuracy(MajorityVote().fit(data), data)
+    # strong priors equal to the planted confusions pull the estimate onto them
+    ds3 = DawidSkene().fit(data, confusion_prior=conf * 1e6)
+    assert np.abs(ds3.confusions_ - conf).max() < 1e-3
+    with pytest.raises(ValueError, match="confusion_prior must have shape"):
+        DawidSkene().fit(data, confusion_prior=np.ones((2, 2)))
+
+
+def test_predict_proba_on_training_tasks_matches_fit():
+    data, _ = planted_crowd(n_tasks=400, seed=6)
+    ds = DawidSkene().fit(data)
+    np.testing.assert_allclose(ds.predict_proba(data).to_numpy(), ds.probas_.to_numpy(), atol=1e-10)
+    # new tasks with an unseen worker: that worker's answers are ignored
+    new = pd.DataFrame({"task": ["n1", "n1"], "worker": [data.workers[0], "stranger"], "label": [1, 2]})
+    p = ds.predict_proba(new)
+    assert p.shape == (1, 3) and np.isclose(p.to_numpy().sum(), 1.0)
+
+
+def test_coin_models_shapes_and_skills():
+    data, conf = planted_crowd(n_tasks=3000, seed=7)
+    oc = OneCoinDawidSkene().fit(data)
+    cc = ClassConditionalDawidSkene().fit(data)
+    for est in (oc, cc):
+        np.testing.assert_allclose(est.confusions_.sum(axis=2), 1.0)
+    true_acc = np.einsum("wjj->w", conf) / 3
+    assert np.corrcoef(oc.skills_.to_numpy(), true_acc)[0, 1] > 0.9
+    # one-coin confusions have a single accuracy per worker
+    d = np.einsum("wjj->wj", oc.confusions_)
+    np.testing.assert_allclose(d, d[:, :1].repeat(3, axis=1))
+
+
+def test_too_many_classes_is_a_clear_error():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"task": rng.integers(0, 3000, 20000), "worker": rng.integers(0, 50, 20000),
+                       "label": rng.integers(0, 10_000, 20000)})
+    with pytest.raises(ValueError, match="confusion cells"):
+        DawidSkene().fit(df)
+    assert MajorityVote().fit(df).labels_.shape[0] == df["task"].nunique()
+
+
+@pytest.mark.parametrize(
+    "name, floor",
+    [("bluebirds", 0.89), ("dog", 0.84), ("imagenet15n", 0.50), ("music", 0.77), ("zencrowd_us", 0.82)],
+)
+def test_real_data_accuracy_floor(name, floor):
+    data = load_shared(name)
+    ds = DawidSkene().fit(data)
+    known = data.truth >= 0
+    acc = float(np.mean(ds.label_codes_[known] == data.truth[known]))
+    assert acc >= floor, acc
