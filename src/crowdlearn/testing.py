@@ -9,6 +9,7 @@ Modelled on scikit-learn's ``check_estimator``: each check is a small function t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -48,6 +49,16 @@ def _fresh(est_or_name):
     if isinstance(est_or_name, str):
         return get_method(est_or_name)()
     return clone(est_or_name)
+
+
+def _resolving(check: Callable) -> Callable:
+    """Let a check take a registry name or an estimator; it always sees a fresh instance."""
+
+    @functools.wraps(check)
+    def wrapper(est_or_name) -> None:
+        check(_fresh(est_or_name))
+
+    return wrapper
 
 
 def _name(est) -> str:
@@ -189,14 +200,17 @@ def check_input_not_mutated(est) -> None:
 
 
 CHECKS: list[Callable] = [
-    check_outputs_well_formed,
-    check_better_than_chance,
-    check_deterministic,
-    check_relabel_invariance,
-    check_degenerate_inputs,
-    check_gold_clamps,
-    check_clone_and_params,
-    check_input_not_mutated,
+    _resolving(check)
+    for check in (
+        check_outputs_well_formed,
+        check_better_than_chance,
+        check_deterministic,
+        check_relabel_invariance,
+        check_degenerate_inputs,
+        check_gold_clamps,
+        check_clone_and_params,
+        check_input_not_mutated,
+    )
 ]
 
 

@@ -22,14 +22,15 @@ Algorithm (M-MSR, "matrix mean-subsequence-reduced").  Alternating updates of ``
 
 until the rank-one iterate ``u v^T`` moves by less than ``tol`` (relative Frobenius norm,
 computed in closed form, never as a W x W dense matrix); then ``s = u / k`` with
-``k = sqrt(|u| / |v|)`` (averaged with ``v k``), the global sign is chosen so that the
-answer-weighted mean skill is positive (most answers come from better-than-chance workers),
-and ``s`` is clipped to ``[-1/(K-1) + eps, 1 - eps]`` with ``eps = 1/sqrt(n_tasks)`` as in
-the reference code.  Tasks are labelled by the weighted vote with the one-coin log-odds
+``k = sqrt(|u| / |v|)`` (averaged with ``v k``), the global sign is chosen so that most
+workers have a positive skill (the reference code's rule; counting workers rather than
+answers keeps a prolific colluding bloc from claiming the positive side), and ``s`` is
+clipped to ``[-1/(K-1) + eps, 1 - eps]`` with ``eps = 1/sqrt(n_tasks)`` as in the reference
+code.  Tasks are labelled by the weighted vote with the one-coin log-odds
 weights ``log((K - 1) p / (1 - p))``, ``p = 1/K + (K - 1)/K s``, and ``probas_`` is the
 one-coin posterior ``softmax(sum of weights per class)``.
 
-Differences from the reference code, all for sparse data:
+Differences from the reference code (mostly for sparse data):
 
 * The reference completes ``|C|`` and recovers the signs afterwards from a 2-colouring of the
   sign graph.  When pairs share one or two tasks, ``|C_ij|`` is strongly biased upwards (for
@@ -42,6 +43,14 @@ Differences from the reference code, all for sparse data:
   ``floor(min_j deg_j / 2) - 1`` for everybody, which is a near-median on dense data and no
   filtering at all on sparse data.
 * Workers that share no task with anybody get the answer-weighted mean skill.
+* The filter is discontinuous, so the iteration can end in a small limit cycle (relative
+  change ~1e-3, labels fixed) instead of converging; after 10 rounds without a new lowest
+  change it stops, averages those rounds' iterates and leaves ``converged_`` False.
+
+Choice of ``trim``: 0.2 was picked on the shared benchmark sets.  Against 0.1 it gains on
+duchenne, trec2010 and zencrowd (+1.5 to +5 points) and loses under 1 point on imagenet15n and
+dog; with the paper's colluding adversaries added to ``dog`` (18-42 of them, each answering
+half the tasks) it keeps 0.81-0.84 accuracy where majority vote falls to 0.10-0.28.
 
 Memory is O(L + P) with P the number of co-labelling worker pairs: agreements and co-label
 counts come from sparse products (``sum_c A_c^T A_c`` and ``B^T B``), nothing of size
@@ -105,7 +114,7 @@ class MMSR(BaseAggregator):
         Maximum number of alternating (u, v) rounds.
     tol : float, default 1e-6
         Stop when ``||u v^T - u' v'^T||_F / ||u v^T||_F < tol`` (previous iterate primed).
-    trim : float in [0, 0.5), default 0.1
+    trim : float in [0, 0.5), default 0.2
         The MSR filter removes, per worker, up to ``F = floor(trim * pairs)`` ratios above and
         below the current value (the paper's ``F``, as a fraction of the worker's observed
         pairs).  ``0`` gives plain weighted alternating least squares.
@@ -120,13 +129,18 @@ class MMSR(BaseAggregator):
     weights_ : Series, worker -> vote weight ``log((K - 1) p / (1 - p))``.
     history_ : list of float
         Relative change of the rank-one iterate per round.
+
+    Notes
+    -----
+    Gold labels are not used to estimate skills (the method is unsupervised); gold tasks are
+    clamped in the output.
     """
 
     def __init__(
         self,
         n_iter: int = 100,
         tol: float = 1e-6,
-        trim: float = 0.1,
+        trim: float = 0.2,
         random_state: int | None = 0,
     ) -> None:
         self.n_iter = n_iter
@@ -192,7 +206,11 @@ class MMSR(BaseAggregator):
             s = 0.5 * (u / scale + v * scale)
         else:
             s = np.zeros(m)
-        if np.dot(n_answers[connected], s[connected]) < 0:
+        # global sign: most workers are better than chance (the reference code's rule; a
+        # worker count, so a few prolific colluders cannot outvote the crowd); exact ties
+        # fall back to the answer-weighted mean
+        vote = np.sign(s[connected]).sum()
+        if vote < 0 or (vote == 0 and np.dot(n_answers[connected], s[connected]) < 0):
             s = -s
         eps = 1.0 / np.sqrt(max(n, 4))
         s = np.clip(s, -1.0 / (k - 1) + eps, 1.0 - eps)
