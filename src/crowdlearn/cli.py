@@ -113,18 +113,6 @@ def _cmd_methods(args) -> int:
     return 0
 
 
-def _format_table(df) -> str:
-    return df.to_markdown(index=False, floatfmt=".4f") if _has_tabulate() else df.to_string(index=False)
-
-
-def _has_tabulate() -> bool:
-    try:
-        import tabulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _accuracy_table(datasets: dict, method_names, seed) -> str:
     from .benchmarking import run_methods
 
