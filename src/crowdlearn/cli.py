@@ -155,7 +155,7 @@ def _cmd_simulate(args) -> int:
     from . import simulate
     from .io import write_table
 
-    data = simulate.from_cli(
+    data = simulate.dawid_skene(
         n_tasks=args.tasks,
         n_workers=args.workers,
         n_classes=args.classes,

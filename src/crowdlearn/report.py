@@ -47,16 +47,15 @@ class AggregationResult:
 def posterior_table(estimator) -> pd.DataFrame:
     """``task, label, confidence, p_<class>...``: the CLI's output format."""
     proba = estimator.probas_
-    out = pd.DataFrame(
+    head = pd.DataFrame(
         {
             "task": proba.index.to_numpy(),
             "label": estimator.labels_.to_numpy(),
             "confidence": proba.max(axis=1).to_numpy(),
         }
     )
-    for j, c in enumerate(proba.columns):
-        out[f"p_{c}"] = proba.iloc[:, j].to_numpy()
-    return out
+    cols = pd.DataFrame(proba.to_numpy(), columns=[f"p_{c}" for c in proba.columns])
+    return pd.concat([head, cols], axis=1)
 
 
 def summarize(estimator, labels) -> AggregationResult:

@@ -370,11 +370,13 @@ def _repair_repeats(sel: np.ndarray, rng: np.random.Generator) -> None:
         pick = valid.argmax(axis=1)
         ok = valid[np.arange(d), pick]
         p_src, q_dst = dup[ok], q[ok, pick[ok]]
-        # keep switches whose two tasks appear in no other switch of this round
-        rows = np.concatenate([p_src // l, q_dst // l])
-        uniq, inv, cnt = np.unique(rows, return_inverse=True, return_counts=True)
-        alone = cnt[inv]
-        keep = (alone[: len(p_src)] == 1) & (alone[len(p_src):] == 1)
+        # greedy conflict-free subset: a switch is kept when both its tasks are met first
+        # in it (tasks interleaved a0, b0, a1, b1, ...; the first switch is always kept)
+        rows = np.stack([p_src // l, q_dst // l], axis=1).reshape(-1)
+        _, first = np.unique(rows, return_index=True)
+        is_first = np.zeros(len(rows), dtype=bool)
+        is_first[first] = True
+        keep = is_first[0::2] & is_first[1::2]
         p_src, q_dst = p_src[keep], q_dst[keep]
         flat[p_src], flat[q_dst] = flat[q_dst], flat[p_src].copy()
         left = dup[~np.isin(dup, p_src)]
@@ -393,15 +395,11 @@ def _regular_assignment(n_tasks: int, n_workers: int, l: int, rng) -> np.ndarray
     as ``ceil(r)`` independent random permutations of the workers (the last one truncated
     when ``n_tasks * l`` is not a multiple of ``n_workers``) and cut into consecutive blocks
     of ``l``, one per task.  Repeats can only occur in blocks straddling two rounds; they
-    are removed by degree-preserving switches.  Works for any ``l <= n_workers``.
+    are removed by degree-preserving switches.  Meant for ``l <= n_workers / 2``; denser
+    graphs are built as complements (see :func:`assign_workers`).
     """
     n_edges = n_tasks * l
     r, extra = divmod(n_edges, n_workers)
-    if r + (extra > 0) > n_tasks:
-        raise ValueError(
-            f"a regular assignment would give workers {r + (extra > 0)} tasks but there are "
-            f"only {n_tasks}: use fewer labels_per_task or more tasks"
-        )
     dtype = np.int32 if n_workers < 2**31 else np.int64
     rounds = np.broadcast_to(np.arange(n_workers, dtype=dtype), (r + (extra > 0), n_workers))
     stubs = rng.permuted(rounds, axis=1).reshape(-1)[:n_edges]
@@ -429,7 +427,9 @@ def assign_workers(
         then binomial).  ``"regular"``: a sparse ``(l, r)``-regular bipartite graph by the
         configuration model: every task gets exactly ``l`` distinct workers and every worker
         exactly ``r = n_tasks * l / n_workers`` tasks (when that does not divide, worker
-        degrees are ``floor(r)`` or ``ceil(r)``); repeated pairs are rewired by random swaps.
+        degrees are ``floor(r)`` or ``ceil(r)``); repeated pairs are removed by
+        degree-preserving switches.  When ``l > n_workers / 2`` the ``n_workers - l`` workers
+        a task does *not* get are drawn instead, by the same method.
     seed : int, Generator or None
 
     Returns
@@ -447,11 +447,20 @@ def assign_workers(
             f"task), got {labels_per_task}"
         )
     if assignment == "random":
-        sel = _random_assignment(n_tasks, n_workers, l, rng)
+        build = _random_assignment
     elif assignment == "regular":
-        sel = _regular_assignment(n_tasks, n_workers, l, rng)
+        build = _regular_assignment
     else:
         raise ValueError(f"assignment must be 'random' or 'regular', got {assignment!r}")
+    if 2 * l <= n_workers:
+        sel = build(n_tasks, n_workers, l, rng)
+    else:
+        # dense: draw the n_workers - l workers each task does NOT get (a uniform subset, or
+        # a balanced regular graph, has a complement of the same kind); N x W <= 2 L here
+        excluded = build(n_tasks, n_workers, n_workers - l, rng)
+        mask = np.ones((n_tasks, n_workers), dtype=bool)
+        mask[np.arange(n_tasks)[:, None], excluded] = False
+        sel = np.nonzero(mask)[1].reshape(n_tasks, l)
     task = np.repeat(np.arange(n_tasks, dtype=np.int32), l)
     return task, sel.reshape(-1).astype(np.int32, copy=False)
 

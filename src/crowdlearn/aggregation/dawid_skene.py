@@ -33,8 +33,8 @@ from .voting import vote_fractions
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
 
 _TINY = 1e-300
-#: refuse worker tables above this many float64 cells (2 GB) instead of swapping
-_MAX_TABLE_CELLS = 250_000_000
+#: refuse worker tables above this many float64 cells (400 MB per copy) instead of crawling
+_MAX_TABLE_CELLS = 50_000_000
 
 
 class DawidSkene(BaseAggregator):

@@ -107,10 +107,18 @@ class KOS(BaseAggregator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
+    #: K-1 threshold problems cost O(K L); beyond this the reduction is meaningless anyway
+    _MAX_CLASSES = 256
+
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
         if self.n_iter < 0:
             raise ValueError(f"n_iter must be >= 0, got {self.n_iter}")
         k, n, m = data.n_classes, data.n_tasks, data.n_workers
+        if k > self._MAX_CLASSES:
+            raise ValueError(
+                f"KOS solves K-1 binary problems; {k} classes is more than {self._MAX_CLASSES} "
+                "(use 'mv', 'wawa' or 'zbs' for label sets this large)"
+            )
         if k == 1:
             self.skills_ = pd.Series(np.ones(m), index=data.workers, name="skill")
             self.worker_messages_ = np.zeros((m, 0))

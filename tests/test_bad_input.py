@@ -1,0 +1,47 @@
+"""Every registered method through the CLI on awkward inputs: a result or one clear line."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn.cli import main
+from crowdlearn.registry import REGISTRY
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+    n = 10_000  # every one of the 10^4 classes is used once
+    many = pd.DataFrame({"task": rng.integers(0, 300, n), "worker": rng.integers(0, 5, n),
+                         "label": rng.permutation(n)})
+    return {
+        "single_task": pd.DataFrame({"task": ["t"] * 3, "worker": ["a", "b", "c"], "label": [1, 1, 0]}),
+        "worker_with_one_label": pd.DataFrame({"task": ["t1", "t1", "t2", "t2", "t3"], "worker": ["a", "b", "a", "b", "lonely"], "label": [0, 0, 1, 1, 1]}),
+        "one_class": pd.DataFrame({"task": ["t1", "t2", "t2"], "worker": ["a", "a", "b"], "label": ["x", "x", "x"]}),
+        "unicode_ids": pd.DataFrame({"task": ["猫", "猫", "ñ", "ñ"], "worker": ["Ω", "Ж", "Ω", "Ж"], "label": ["是", "是", "否", "是"]}),
+        "duplicated_rows": pd.DataFrame({"task": ["t1"] * 4 + ["t2"] * 2, "worker": ["a", "a", "b", "b", "a", "b"], "label": [0, 0, 1, 1, 1, 1]}),
+        "ten_thousand_classes": many,
+    }
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_awkward_input(tmp_path, capsys, method, case):
+    df = CASES[case]
+    src = tmp_path / "in.csv"
+    df.to_csv(src, index=False)
+    out = tmp_path / "out.parquet"  # 10^4 probability columns: CSV formatting would dominate
+    code = main(["aggregate", str(src), "--method", method, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if code == 0:
+        res = pd.read_parquet(out)
+        # every input task appears exactly once, posteriors are finite and sum to one
+        assert sorted(res["task"].astype(str)) == sorted(df["task"].astype(str).unique())
+        p = res.filter(like="p_").to_numpy()
+        assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
+    else:
+        assert code == 2 and err.startswith("crowdlearn: error: ") and err.count("\n") == 1
+        assert case in ("ten_thousand_classes",) or "binary" in err, err
