@@ -74,21 +74,29 @@ def estep(
     log_table = np.ascontiguousarray(log_table, dtype=np.float64)
     log_prior = np.ascontiguousarray(log_prior, dtype=np.float64)
     if backend == "numba":
-        k = _numba_kernels()
+        kern = _numba_kernels()
         post = np.empty((data.n_tasks, log_table.shape[1]), dtype=np.float64)
-        ll = k.estep(data.task_ptr, data.worker_label, log_table, log_prior, post)
+        row_max = np.empty(data.n_tasks, dtype=np.float64)
+        kern.shifted_logits(data.task_ptr, data.worker_label, log_table, log_prior, post, row_max)
+        np.exp(post, out=post)  # SIMD exp over the whole block; all entries are <= 0
+        ll = kern.normalize_rows(post, row_max)
         return post, float(ll)
     logits = data.incidence() @ log_table
     logits += log_prior
     return normalize_log(logits)
 
 
-def mstep(data: CrowdLabels, post: np.ndarray, backend: str = "numpy") -> np.ndarray:
-    """Soft counts (W*K x K): ``counts[w*K + l, j] = sum of q_n(j) over w's answers l``."""
+def mstep(data: CrowdLabels, post: np.ndarray, backend: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
+    """Soft counts and class totals.
+
+    Returns ``counts`` (W*K x K) with ``counts[w*K + l, j] = sum of q_n(j) over w's answers
+    l`` and ``class_totals[j] = sum_n q_n(j)``.
+    """
     post = np.ascontiguousarray(post, dtype=np.float64)
     if backend == "numba":
-        k = _numba_kernels()
+        kern = _numba_kernels()
         out = np.zeros((data.n_workers * data.n_classes, post.shape[1]), dtype=np.float64)
-        k.mstep(data.task_ptr, data.worker_label, post, out)
-        return out
-    return np.asarray(data.incidence().T @ post)
+        totals = np.zeros(post.shape[1], dtype=np.float64)
+        kern.mstep(data.task_ptr, data.worker_label, post, out, totals)
+        return out, totals
+    return np.asarray(data.incidence().T @ post), post.sum(axis=0)

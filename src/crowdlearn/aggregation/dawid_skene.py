@@ -170,10 +170,10 @@ class DawidSkene(BaseAggregator):
 
     def _m_step(self, data, post, pseudo, backend):
         k, m = data.n_classes, data.n_workers
-        counts = kernels.mstep(data, post, backend)  # (W*K obs, K true)
+        counts, class_counts = kernels.mstep(data, post, backend)  # (W*K obs, K true)
         counts = counts.reshape(m, k, k).transpose(0, 2, 1)  # -> [w, true, answered]
         log_conf = self._log_confusions(counts, pseudo)
-        class_counts = post.sum(axis=0) + self.prior_alpha
+        class_counts = class_counts + self.prior_alpha
         log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
         log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
         return log_table, log_prior
@@ -182,9 +182,10 @@ class DawidSkene(BaseAggregator):
         """Full confusion rows: (counts + pseudo) normalised over the answered axis."""
         num = counts + pseudo
         den = num.sum(axis=2, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            conf = np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0 / counts.shape[2])
-        return np.log(np.maximum(conf, _TINY))
+        # a row with no mass (worker never saw that class, no smoothing) becomes uniform
+        conf = np.divide(num, den, out=np.full(num.shape, 1.0 / counts.shape[2]), where=den > 0)
+        np.maximum(conf, _TINY, out=conf)
+        return np.log(conf, out=conf)
 
     # ------------------------------------------------------------- predict
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
