@@ -7,6 +7,11 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def accuracy(est, data) -> float:
+    """Share of ``data``'s tasks whose fitted label matches its planted truth."""
+    return float(np.mean(est.label_codes_ == data.truth))
+
+
 def load_shared(name: str):
     """A dataset folder of ../shared/data as CrowdLabels with gold; skips when absent."""
     from crowdlearn.io import load_folder
@@ -15,6 +20,22 @@ def load_shared(name: str):
     if not (folder / "labels.csv").exists():
         pytest.skip(f"{folder} not available")
     return load_folder(folder)
+
+
+def load_shared_text(name: str):
+    """A dataset folder of ../shared/data read as text: (CrowdLabels, gold Series on its tasks).
+
+    Unlike :func:`load_shared`, every id and label stays a string; skips when absent.
+    """
+    from crowdlearn import CrowdLabels
+
+    folder = SHARED_DATA / name
+    if not (folder / "labels.csv").exists():
+        pytest.skip(f"{folder} not available")
+    labels = pd.read_csv(folder / "labels.csv", dtype=str)
+    truth = pd.read_csv(folder / "truth.csv", dtype=str).set_index("task")["truth"]
+    data = CrowdLabels.from_frame(labels)
+    return data, truth[truth.index.isin(data.tasks)]
 
 
 def planted_crowd(n_tasks=2000, n_workers=30, k=3, per_task=5, seed=0, spammers=0):
@@ -37,3 +58,57 @@ def planted_crowd(n_tasks=2000, n_workers=30, k=3, per_task=5, seed=0, spammers=
     data = CrowdLabels.from_codes(task, worker, label, n_tasks=n_tasks, n_workers=n_workers,
                                   n_classes=k, truth=truth)
     return data, conf
+
+
+def coin_crowd(n_tasks=1500, n_workers=50, k=4, per_task=5, spam_frac=0.2, seed=0):
+    """One-coin workers (accuracy U(0.4, 0.95)) plus uniform spammers (accuracy 1/K).
+
+    Returns (data, acc, spam); the first ``spam_frac`` of the workers are the spammers.
+    """
+    from crowdlearn import CrowdLabels
+
+    rng = np.random.default_rng(seed)
+    acc = rng.uniform(0.4, 0.95, n_workers)
+    spam = np.arange(n_workers) < int(spam_frac * n_workers)
+    acc[spam] = 1.0 / k
+    truth = rng.integers(0, k, n_tasks)
+    task = np.repeat(np.arange(n_tasks), per_task)
+    worker = np.argsort(rng.random((n_tasks, n_workers)), axis=1)[:, :per_task].ravel()
+    right = rng.random(len(task)) < acc[worker]
+    wrong = (truth[task] + rng.integers(1, k, len(task))) % k
+    label = np.where(right, truth[task], wrong)
+    data = CrowdLabels.from_codes(
+        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
+    )
+    return data, acc, spam
+
+
+def one_coin_crowd(n_tasks, n_workers, per_task, k, seed, acc=None, adv_frac=0.2, spam_frac=0.2):
+    """One-coin workers, ``per_task`` distinct ones per task; returns (data, truth, acc).
+
+    Default population: 60% good (accuracy 0.65-0.95), ``adv_frac`` adversaries (accuracy
+    0.05-0.3 for K = 2, 0-0.1 otherwise: well below chance) and ``spam_frac`` spammers
+    (accuracy 1/K), in random order.  Wrong answers are uniform over the other classes.
+    Uses the legacy ``RandomState`` stream, so seeds keep their data.
+    """
+    from crowdlearn import CrowdLabels
+
+    rng = np.random.RandomState(seed)
+    if acc is None:
+        n_adv, n_spam = int(adv_frac * n_workers), int(spam_frac * n_workers)
+        acc = np.concatenate([
+            rng.uniform(0.65, 0.95, n_workers - n_adv - n_spam),
+            rng.uniform(0.05, 0.3, n_adv) if k == 2 else rng.uniform(0.0, 0.1, n_adv),
+            np.full(n_spam, 1.0 / k),
+        ])[rng.permutation(n_workers)]
+    truth = rng.randint(k, size=n_tasks)
+    workers = np.argsort(rng.rand(n_tasks, n_workers), axis=1)[:, :per_task]
+    task = np.repeat(np.arange(n_tasks), per_task)
+    worker = workers.ravel()
+    correct = rng.rand(len(task)) < acc[worker]
+    wrong = (truth[task] + rng.randint(1, k, size=len(task))) % k
+    label = np.where(correct, truth[task], wrong)
+    data = CrowdLabels.from_codes(
+        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
+    )
+    return data, truth, acc

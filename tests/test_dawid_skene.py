@@ -1,14 +1,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import load_shared, planted_crowd
+from conftest import accuracy, load_shared, planted_crowd
 
 from crowdlearn import ClassConditionalDawidSkene, DawidSkene, MajorityVote, OneCoinDawidSkene
 from crowdlearn.kernels import resolve_backend
-
-
-def accuracy(est, data):
-    return float(np.mean(est.label_codes_ == data.truth))
 
 
 def test_recovers_planted_asymmetric_confusions():

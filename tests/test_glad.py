@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import accuracy, coin_crowd, load_shared_text
 from scipy.special import expit, logsumexp
 from scipy.stats import spearmanr
 from sklearn.base import clone
@@ -14,26 +13,6 @@ from sklearn.base import clone
 from crowdlearn.aggregation.glad import GLAD
 from crowdlearn.aggregation.voting import MajorityVote, vote_fractions
 from crowdlearn.data import CrowdLabels
-
-SHARED_DATA = Path(__file__).parents[2] / "shared" / "data"
-
-
-def coin_crowd(n_tasks=1500, n_workers=50, k=4, per_task=5, spam_frac=0.2, seed=0):
-    """One-coin workers (accuracy U(0.4, 0.95)) plus uniform spammers (accuracy 1/K)."""
-    rng = np.random.default_rng(seed)
-    acc = rng.uniform(0.4, 0.95, n_workers)
-    spam = np.arange(n_workers) < int(spam_frac * n_workers)
-    acc[spam] = 1.0 / k
-    truth = rng.integers(0, k, n_tasks)
-    task = np.repeat(np.arange(n_tasks), per_task)
-    worker = np.argsort(rng.random((n_tasks, n_workers)), axis=1)[:, :per_task].ravel()
-    right = rng.random(len(task)) < acc[worker]
-    wrong = (truth[task] + rng.integers(1, k, len(task))) % k
-    label = np.where(right, truth[task], wrong)
-    data = CrowdLabels.from_codes(
-        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
-    )
-    return data, acc, spam
 
 
 def glad_crowd(n_tasks=600, n_workers=40, k=3, per_task=15, seed=0):
@@ -50,10 +29,6 @@ def glad_crowd(n_tasks=600, n_workers=40, k=3, per_task=15, seed=0):
         task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
     )
     return data, alpha, beta
-
-
-def accuracy(est, data) -> float:
-    return float(np.mean(est.label_codes_ == data.truth))
 
 
 # ------------------------------------------------------------------ planted recovery
@@ -245,21 +220,11 @@ def test_large_crowd_beats_mv():
 
 
 # ------------------------------------------------------------------ real data
-def _load(name):
-    folder = SHARED_DATA / name
-    if not (folder / "labels.csv").exists():
-        pytest.skip(f"{folder} not available")
-    df = pd.read_csv(folder / "labels.csv", dtype=str)
-    truth = pd.read_csv(folder / "truth.csv", dtype=str).set_index("task")["truth"]
-    data = CrowdLabels.from_frame(df)
-    return data, truth[truth.index.isin(data.tasks)]
-
-
 # measured with the defaults: bluebirds GLAD 0.722 (MV 0.759: the symmetric error model
 # cannot express these workers' bias toward class 0; DS reaches 0.898), dog 0.834 (MV 0.825)
 @pytest.mark.parametrize("name, floor", [("bluebirds", 0.70), ("dog", 0.83)])
 def test_real_data_accuracy(name, floor):
-    data, truth = _load(name)
+    data, truth = load_shared_text(name)
     glad = GLAD().fit(data)
     acc = float((glad.labels_.loc[truth.index] == truth).mean())
     assert acc >= floor

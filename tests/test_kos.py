@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import load_shared_text, one_coin_crowd
 from scipy.stats import spearmanr
 from sklearn.base import clone
 
@@ -15,49 +14,9 @@ from crowdlearn.aggregation.kos import KOS
 from crowdlearn.aggregation.voting import MajorityVote
 from crowdlearn.registry import get_method
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def one_coin_crowd(n_tasks, n_workers, per_task, k, seed, acc=None, adv_frac=0.2, spam_frac=0.2):
-    """One-coin workers answering ``per_task`` distinct workers per task.
-
-    Default population: 60% good (accuracy 0.65-0.95), ``adv_frac`` adversaries (accuracy
-    0.05-0.3, well below chance) and ``spam_frac`` spammers (accuracy 1/K).  Wrong answers are
-    uniform over the other classes.
-    """
-    rng = np.random.RandomState(seed)
-    if acc is None:
-        n_adv, n_spam = int(adv_frac * n_workers), int(spam_frac * n_workers)
-        acc = np.concatenate([
-            rng.uniform(0.65, 0.95, n_workers - n_adv - n_spam),
-            rng.uniform(0.05, 0.3, n_adv) if k == 2 else rng.uniform(0.0, 0.1, n_adv),
-            np.full(n_spam, 1.0 / k),
-        ])[rng.permutation(n_workers)]
-    truth = rng.randint(k, size=n_tasks)
-    workers = np.argsort(rng.rand(n_tasks, n_workers), axis=1)[:, :per_task]
-    task = np.repeat(np.arange(n_tasks), per_task)
-    worker = workers.ravel()
-    correct = rng.rand(len(task)) < acc[worker]
-    wrong = (truth[task] + rng.randint(1, k, size=len(task))) % k
-    label = np.where(correct, truth[task], wrong)
-    data = CrowdLabels.from_codes(
-        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
-    )
-    return data, truth, acc
-
 
 def accuracy(est, truth):
     return float(np.mean(est.label_codes_ == truth))
-
-
-def load_real(name):
-    if not DATA_DIR.is_dir():
-        pytest.skip("shared data directory not available")
-    labels = pd.read_csv(DATA_DIR / name / "labels.csv", dtype=str)
-    truth = pd.read_csv(DATA_DIR / name / "truth.csv", dtype=str)
-    data = CrowdLabels.from_frame(labels)
-    gold = truth.set_index(truth.columns[0])[truth.columns[1]]
-    return data, gold[gold.index.isin(data.tasks)]
 
 
 # --------------------------------------------------------------------------- binary
@@ -191,13 +150,13 @@ def test_tasks_no_message_reaches_follow_their_answers():
 
 # ------------------------------------------------------------------------ real data
 def test_bluebirds():
-    data, gold = load_real("bluebirds")
+    data, gold = load_shared_text("bluebirds")
     labels = KOS().fit(data).labels_.reindex(gold.index).astype(str)
     # measured 0.722 (all seeds; MV 0.759); plain KOS is hurt by the workers' class bias here
     assert (labels == gold).mean() > 0.70
 
 
 def test_dog():
-    data, gold = load_real("dog")
+    data, gold = load_shared_text("dog")
     labels = KOS().fit(data).labels_.reindex(gold.index).astype(str)
     assert (labels == gold).mean() > 0.79  # measured 0.810 (MV 0.825)
