@@ -189,21 +189,21 @@ class CrowdLabels:
         )
         return flat.reshape(self.n_tasks, k).astype(np.float64)
 
-    def incidence(self, weights: np.ndarray | None = None):
-        """Sparse (n_tasks, n_workers * n_classes) CSR matrix with one entry per answer."""
-        import scipy.sparse as sp
+    def incidence(self):
+        """Sparse (n_tasks, n_workers * n_classes) CSR matrix with one entry per answer.
 
-        key = "incidence" if weights is None else None
-        if key and key in self._codes_cache:
-            return self._codes_cache[key]
-        data = np.ones(self.n_labels) if weights is None else np.asarray(weights, float)
-        mat = sp.csr_matrix(
-            (data, self.worker_label, self.task_ptr),
-            shape=(self.n_tasks, self.n_workers * self.n_classes),
-        )
-        mat.has_canonical_format = False  # repeated answers are distinct entries
-        if key:
-            self._codes_cache[key] = mat
+        Built once and cached: row ``n`` holds a 1 at column ``worker * K + label`` for each
+        answer of task ``n`` (repeated answers are separate entries that add up).
+        """
+        mat = self._codes_cache.get("incidence")
+        if mat is None:
+            import scipy.sparse as sp
+
+            mat = sp.csr_matrix(
+                (np.ones(self.n_labels), self.worker_label, self.task_ptr),
+                shape=(self.n_tasks, self.n_workers * self.n_classes),
+            )
+            self._codes_cache["incidence"] = mat
         return mat
 
     def truth_series(self) -> pd.Series | None:
@@ -235,9 +235,14 @@ class CrowdLabels:
         task = np.asarray(task)
         worker = np.asarray(worker)
         label = np.asarray(label)
-        n_tasks = n_tasks if n_tasks is not None else (len(tasks) if tasks is not None else int(task.max(initial=-1)) + 1)
-        n_workers = n_workers if n_workers is not None else (len(workers) if workers is not None else int(worker.max(initial=-1)) + 1)
-        n_classes = n_classes if n_classes is not None else (len(classes) if classes is not None else int(label.max(initial=-1)) + 1)
+        def size(given, ids, codes):
+            if given is not None:
+                return given
+            return len(ids) if ids is not None else int(codes.max(initial=-1)) + 1
+
+        n_tasks = size(n_tasks, tasks, task)
+        n_workers = size(n_workers, workers, worker)
+        n_classes = size(n_classes, classes, label)
         order = np.argsort(task, kind="stable")
         return cls(
             task[order],
