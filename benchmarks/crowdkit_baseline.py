@@ -21,16 +21,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from crowdkit_bridge import VENV_PY, run_runner  # noqa: E402
+
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data"
-VENV_PY = HERE / ".venv-crowdkit" / "bin" / "python"
-RUNNER = HERE / "_crowdkit_runner.py"
 NUMERIC = {"snow_emotion", "snow_wordsim"}  # regression datasets: not categorical
 
 
@@ -55,18 +55,17 @@ def categorical_datasets(root: Path) -> list[str]:
 def run_dataset(name: str, root: Path, args) -> dict:
     raw_dir = args.out_dir / "crowdkit_raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(VENV_PY), str(RUNNER), "accuracy", str(root / name),
-           "--timeout", str(args.timeout), "--out", str(raw_dir / f"{name}.json")]
+    cmd = ["accuracy", root / name, "--timeout", args.timeout,
+           "--timeout-clock", args.timeout_clock, "--out", raw_dir / f"{name}.json"]
     if args.methods:
         cmd += ["--methods", *args.methods]
     if args.mem_gb:
-        cmd += ["--mem-gb", str(args.mem_gb)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        return {"_error": f"runner exited {proc.returncode}", "_wall": wall}
-    raw = json.loads(proc.stdout)
+        cmd += ["--mem-gb", args.mem_gb]
+    try:
+        raw = run_runner(cmd, stderr=None)
+    except RuntimeError as e:
+        return {"_error": {"accuracy": None, "time": None, "cpu_time": None,
+                           "error": str(e), "n_iter": None, "n_eval": 0}}
     truth = _read_col_map(root / name / "truth.csv", "task", "truth")
     answered = _answered_tasks(root / name / "labels.csv")
     eval_tasks = [t for t in truth if t in answered]
@@ -88,7 +87,7 @@ def _fmt_table(results: dict, key: str, fmt) -> str:
     methods: list[str] = []
     for d in datasets:
         for m in results[d]:
-            if not m.startswith("_") and m not in methods:
+            if m not in methods:
                 methods.append(m)
     lines = ["| method | " + " | ".join(datasets) + " |",
              "|---" * (len(datasets) + 1) + "|"]
@@ -99,7 +98,9 @@ def _fmt_table(results: dict, key: str, fmt) -> str:
             if r is None:
                 cells.append("")
             elif r["error"] is not None:
-                cells.append("err" if "timeout" not in r["error"] else "timeout")
+                e = r["error"]
+                cells.append("n/a" if e.startswith("skipped") else
+                             "timeout" if "timeout" in e else "err")
             else:
                 cells.append(fmt(r[key]))
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
@@ -108,7 +109,7 @@ def _fmt_table(results: dict, key: str, fmt) -> str:
 
 def to_markdown(results: dict) -> str:
     errors = [f"- {d} / {m}: {r['error']}" for d, rs in results.items()
-              for m, r in rs.items() if not m.startswith("_") and r["error"]]
+              for m, r in rs.items() if r["error"]]
     return "\n\n".join([
         "## crowd-kit 1.4.2 accuracy (truth tasks with answers)",
         _fmt_table(results, "accuracy", lambda v: f"{v:.4f}"),
@@ -125,15 +126,23 @@ def main(argv=None) -> int:
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
     p.add_argument("--datasets", nargs="+", default=None)
     p.add_argument("--methods", nargs="+", default=None)
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=300.0, help="per method (s)")
+    p.add_argument("--timeout-clock", choices=["cpu", "wall"], default="cpu")
     p.add_argument("--mem-gb", type=float, default=10.0)
     p.add_argument("--out-dir", type=Path, default=HERE / "results")
+    p.add_argument("--report-only", action="store_true",
+                   help="only re-render the markdown from the saved JSON")
     args = p.parse_args(argv)
+    summary_path = args.out_dir / "crowdkit_baseline.json"
+    if args.report_only:
+        md = to_markdown(json.loads(summary_path.read_text()))
+        (args.out_dir / "crowdkit_baseline.md").write_text(md)
+        print(md)
+        return 0
     if not VENV_PY.exists():
         print(f"missing {VENV_PY}; run benchmarks/setup_crowdkit.sh first", file=sys.stderr)
         return 2
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    summary_path = args.out_dir / "crowdkit_baseline.json"
     results = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     for name in args.datasets or categorical_datasets(args.data_root):
         print(f"== {name}", file=sys.stderr, flush=True)
