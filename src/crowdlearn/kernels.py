@@ -26,7 +26,7 @@ from .data import CrowdLabels
 __all__ = ["estep", "mstep", "normalize_log", "resolve_backend", "NUMBA_MIN_LABELS"]
 
 #: Below this many answers the sparse path wins (no JIT compilation cost).
-NUMBA_MIN_LABELS = 200_000
+NUMBA_MIN_LABELS = 50_000
 
 
 @lru_cache(maxsize=1)
