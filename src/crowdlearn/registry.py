@@ -23,6 +23,12 @@ REGISTRY: dict[str, str] = {
     "mace": "crowdlearn.aggregation.mace:MACE",
     "kos": "crowdlearn.aggregation.kos:KOS",
     "mmsr": "crowdlearn.aggregation.mmsr:MMSR",
+    "bds": "crowdlearn.aggregation.bayesian:BayesianDawidSkene",
+    "bp": "crowdlearn.aggregation.belief_propagation:BeliefPropagation",
+    "mf": "crowdlearn.aggregation.belief_propagation:MeanField",
+    "spectral-ds": "crowdlearn.aggregation.spectral:SpectralDawidSkene",
+    "multispa": "crowdlearn.aggregation.spectral:MultiSPA",
+    "multispa-ds": "crowdlearn.aggregation.spectral:MultiSPADawidSkene",
 }
 
 
