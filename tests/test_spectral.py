@@ -210,6 +210,20 @@ def test_degenerate_inputs_fall_back_cleanly(case, cls):
         np.testing.assert_allclose(est.probas_.sum(axis=1), 1.0, atol=1e-9)
 
 
+def test_class_caps_and_table_guard():
+    data = simulate.dawid_skene(300, 10, 21, labels_per_task=4, seed=0)
+    est = SpectralDawidSkene().fit(data)  # tensor step too costly above 20 classes
+    assert "limited to 20 classes" in est.fallback_ and np.all(np.isfinite(est.confusions_))
+    other = MultiSPA().fit(data).fallback_  # MultiSPA's cap is 50 classes
+    assert other is None or "limited" not in other
+    rng = np.random.default_rng(0)
+    huge = CrowdLabels.from_codes(rng.integers(0, 50, 3000), rng.integers(0, 5, 3000),
+                                  rng.permutation(3000), n_classes=4000)
+    for cls in (SpectralDawidSkene, MultiSPA):  # same guard as DawidSkene, before any work
+        with pytest.raises(ValueError, match="confusion cells"):
+            cls().fit(huge)
+
+
 def test_no_fallback_on_ordinary_data():
     data = simulate.dawid_skene(600, 15, 3, labels_per_task=5, seed=0)
     for cls in (SpectralDawidSkene, MultiSPA, MultiSPADawidSkene):
