@@ -60,8 +60,6 @@ def _make_estimator(name: str, seed: int | None, params: dict):
 
 
 def _cmd_aggregate(args) -> int:
-    import pandas as pd
-
     from .benchmarking import gold_accuracy
     from .data import CrowdLabels
     from .io import read_table, write_table

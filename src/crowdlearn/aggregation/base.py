@@ -23,7 +23,7 @@ from sklearn.utils import check_random_state
 
 from ..data import CrowdLabels, as_crowd_labels
 
-__all__ = ["BaseAggregator", "argmax_random_ties", "confusion_frame"]
+__all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame"]
 
 _TIE_TOL = 1e-12
 
@@ -208,3 +208,24 @@ class BaseAggregator(BaseEstimator):
             workers=self.workers_,
             classes=self.classes_,
         )
+
+
+class ConfusionAggregator(BaseAggregator):
+    """Base of methods whose worker model is a confusion matrix per worker.
+
+    Subclasses set, in ``_fit``, ``confusions_`` (W x K x K, ``[w, true, answered]``) and
+    the E-step tables ``_log_table`` (``[w*K + answered, true]``) and ``_log_prior``; this
+    class turns them into ``predict_proba`` for new tasks and per-worker confusion frames.
+    """
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        from .. import kernels
+
+        post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
+        return post
+
+    def confusion(self, worker: Any) -> pd.DataFrame:
+        """The fitted confusion matrix of one worker (rows = true class, columns = answer)."""
+        self._check_fitted()
+        pos = self.workers_.get_loc(worker)
+        return confusion_frame(self.confusions_[pos], self.classes_)

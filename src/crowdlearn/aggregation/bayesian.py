@@ -31,7 +31,6 @@ decreases (up to rounding).
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -39,7 +38,7 @@ from scipy.special import digamma, gammaln, logsumexp
 
 from .. import kernels
 from ..data import CrowdLabels
-from .base import BaseAggregator, confusion_frame
+from .base import ConfusionAggregator
 from .voting import vote_fractions
 
 __all__ = ["BayesianDawidSkene"]
@@ -68,7 +67,7 @@ def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
     return digamma(conc) - digamma(conc.sum(axis=-1, keepdims=True))
 
 
-class BayesianDawidSkene(BaseAggregator):
+class BayesianDawidSkene(ConfusionAggregator):
     """Dawid-Skene with Dirichlet priors, fitted by variational Bayes (registry name ``bds``).
 
     Parameters
@@ -209,15 +208,7 @@ class BayesianDawidSkene(BaseAggregator):
         return np.ascontiguousarray(conc), class_counts + prior_pi
 
     # ------------------------------------------------------------- predict
-    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
-        return post
 
-    def confusion(self, worker: Any) -> pd.DataFrame:
-        """Posterior mean confusion matrix of one worker (rows = true class)."""
-        self._check_fitted()
-        pos = self.workers_.get_loc(worker)
-        return confusion_frame(self.confusions_[pos], self.classes_)
 
 
 # ---------------------------------------------------------------------------- helpers

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .. import kernels
 from ..data import CrowdLabels
-from .base import BaseAggregator, confusion_frame
+from .base import ConfusionAggregator
 from .voting import vote_fractions
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
@@ -37,7 +37,7 @@ _TINY = 1e-300
 _MAX_TABLE_CELLS = 50_000_000
 
 
-class DawidSkene(BaseAggregator):
+class DawidSkene(ConfusionAggregator):
     """Dawid-Skene: a full K x K confusion matrix per worker, fitted by MAP-EM.
 
     Parameters
@@ -188,15 +188,7 @@ class DawidSkene(BaseAggregator):
         return np.log(conf, out=conf)
 
     # ------------------------------------------------------------- predict
-    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
-        return post
 
-    def confusion(self, worker: Any) -> pd.DataFrame:
-        """The fitted confusion matrix of one worker (rows = true class)."""
-        self._check_fitted()
-        pos = self.workers_.get_loc(worker)
-        return confusion_frame(self.confusions_[pos], self.classes_)
 
 
 class OneCoinDawidSkene(DawidSkene):

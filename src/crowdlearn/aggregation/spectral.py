@@ -120,7 +120,7 @@ from scipy.optimize import linear_sum_assignment
 
 from .. import kernels
 from ..data import CrowdLabels
-from .base import BaseAggregator, confusion_frame
+from .base import ConfusionAggregator
 from .dawid_skene import _MAX_TABLE_CELLS, DawidSkene
 
 __all__ = [
@@ -191,7 +191,7 @@ def _cond(a: np.ndarray) -> float:
 
 
 # ======================================================================= shared base
-class _MomentThenEM(BaseAggregator):
+class _MomentThenEM(ConfusionAggregator):
     """Moment estimate of the confusions, MAP posteriors, then ``n_em_iter`` DS EM rounds."""
 
     _uses_init = False
@@ -280,15 +280,6 @@ class _MomentThenEM(BaseAggregator):
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
         diag = np.einsum("wjj->wj", self.confusions_)
         self.skills_ = pd.Series(diag @ prior, index=data.workers, name="skill")
-
-    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
-        return post
-
-    def confusion(self, worker) -> pd.DataFrame:
-        """The fitted confusion matrix of one worker (rows = true class)."""
-        self._check_fitted()
-        return confusion_frame(self.confusions_[self.workers_.get_loc(worker)], self.classes_)
 
 
 # ===================================================================== Spectral-DS
