@@ -95,7 +95,7 @@ class MACE(BaseAggregator):
         ``0.01 / K``.
     default_noise : float, default 0.5
         Random starts draw every unnormalised parameter from ``U(1, 1 + default_noise)``.
-    fit_priors : bool, default False
+    fit_priors : bool, default True
         Learn the class prior (Dirichlet(``prior_alpha``) under VB, MAP with that many
         pseudo-counts under EM) instead of the paper's uniform ``T_n``.  Helps on strongly
         imbalanced data (product: 88% one class; uniform prior 0.820 accuracy).
@@ -139,7 +139,7 @@ class MACE(BaseAggregator):
         strategy_prior: float = 10.0,
         smoothing: float | None = None,
         default_noise: float = 0.5,
-        fit_priors: bool = False,
+        fit_priors: bool = True,
         prior_alpha: float = 1.0,
         random_state: int | None = 0,
     ) -> None:
