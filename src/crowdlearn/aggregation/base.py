@@ -135,6 +135,18 @@ class BaseAggregator(BaseEstimator):
         )
 
     # -------------------------------------------------------------- helpers
+    def _record_iteration(self, objective: float, previous: float, n_answers: int) -> bool:
+        """Log one iteration's objective; True (and ``converged_``) once it has settled.
+
+        Settled means the objective moved by less than ``self.tol`` per answer since the
+        previous iteration; ``tol <= 0`` never settles, so exactly ``max_iter`` rounds run.
+        """
+        self.history_.append(objective)
+        self.n_iter_ += 1
+        if self.tol > 0 and abs(objective - previous) / max(n_answers, 1) < self.tol:
+            self.converged_ = True
+        return self.converged_
+
     def _check_data(self, data: CrowdLabels) -> None:
         if data.n_labels == 0:
             raise ValueError("no crowd answers to aggregate")

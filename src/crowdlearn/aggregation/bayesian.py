@@ -180,10 +180,7 @@ class BayesianDawidSkene(ConfusionAggregator):
                 - float(dirichlet_kl(conc, prior_rows).sum())
                 - float(dirichlet_kl(conc_pi, prior_pi))
             )
-            self.history_.append(elbo)
-            self.n_iter_ = it + 1
-            if self.tol > 0 and abs(elbo - prev) / n_answers < self.tol:
-                self.converged_ = True
+            if self._record_iteration(elbo, prev, n_answers):
                 break
             prev = elbo
         if self.n_iter_ == 0:

@@ -631,10 +631,7 @@ class MeanField(_OneCoinBase):
                 elbo += float(np.sum(logits[known, g] - lse[known]))
                 post = _clamp(post, gold)
             elbo -= float(_beta_kl(ab, a, b).sum())
-            self.history_.append(elbo)
-            self.n_iter_ = it + 1
-            if self.tol > 0 and abs(elbo - prev) / n_answers < self.tol:
-                self.converged_ = True
+            if self._record_iteration(elbo, prev, n_answers):
                 break
             prev = elbo
         self.reliability_params_ = ab

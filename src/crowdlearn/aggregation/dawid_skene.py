@@ -128,10 +128,7 @@ class DawidSkene(ConfusionAggregator):
             log_table, log_prior = self._m_step(data, post, pseudo, backend)
             post, ll = kernels.estep(data, log_table, log_prior, backend)
             post = self._clamp(post, gold)
-            self.history_.append(ll)
-            self.n_iter_ = it + 1
-            if self.tol > 0 and abs(ll - ll_prev) / n_answers < self.tol:
-                self.converged_ = True
+            if self._record_iteration(ll, ll_prev, n_answers):
                 break
             ll_prev = ll
         if self.n_iter_ == 0:

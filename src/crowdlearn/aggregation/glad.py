@@ -248,10 +248,7 @@ class GLAD(BaseAggregator):
                 # E-step
                 post, ll = self._estep(task, task_label, n, k, x, sp, log_prior, gold)
                 obj = ll + self._log_prior_density(alpha, log_beta, log_prior)
-                self.history_.append(obj)
-                self.n_iter_ = it + 1
-                if self.tol > 0 and abs(obj - obj_prev) / n_answers < self.tol:
-                    self.converged_ = True
+                if self._record_iteration(obj, obj_prev, n_answers):
                     break
                 obj_prev = obj
         else:  # one class: every answer is right, nothing to learn
