@@ -6,47 +6,117 @@ max-shifted logits and the row maxima, (2) ``np.exp`` runs in place over the who
 (3) a compiled pass normalises rows and sums the log-normalisers.  The M-step is one
 scatter-add pass that also accumulates the class totals.  Everything is compiled on first
 use and cached on disk (``cache=True``), so only the first fit on a machine pays the JIT.
+
+Both answer loops read (E-step) or update (M-step) one row of a (W*K x K) table per answer, in
+the order of the answers, i.e. at random rows: with 10^5 workers the table (20 MB) no longer
+fits in cache and these loads dominate.  The loops therefore prefetch the row of the answer
+``PREFETCH_DISTANCE`` positions ahead (an LLVM ``prefetch`` hint, see :func:`prefetch_row`),
+which lets many cache misses overlap; at 10^7 answers this cut both loops by about a quarter.
 """
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+#: how many answers ahead the table row is prefetched (16-32 measured best; 8 and 64 a bit slower)
+PREFETCH_DISTANCE = 16
+
+
+@intrinsic
+def _llvm_prefetch_row(typingctx, arr, row):  # pragma: no cover - compiled code
+    """Hint the CPU to load ``arr[row, 0]`` into cache (``llvm.prefetch``: read, high locality)."""
+    sig = types.void(arr, row)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        zero = ir.Constant(ir.IntType(64), 0)
+        ptr = cgutils.get_item_pointer2(
+            context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
+            inds=[index, zero], wraparound=False,
+        )
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch")
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@numba.njit(nogil=True)
+def _no_prefetch(arr, row):  # pragma: no cover
+    pass
+
+
+def _probe_prefetch():
+    """The prefetch intrinsic if this numba/LLVM compiles it, else a no-op (same results)."""
+    try:
+        @numba.njit(nogil=True)
+        def probe(a):
+            _llvm_prefetch_row(a, 0)
+            return a[0, 0]
+
+        probe(np.zeros((1, 1)))
+        return _llvm_prefetch_row
+    except Exception:  # any numba/LLVM version problem: fall back to plain loads
+        return _no_prefetch
+
+
+prefetch_row = _probe_prefetch()
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def shifted_logits(task_ptr, keys, log_table, log_prior, post, row_max):  # pragma: no cover
-    """post[n] = max(logits[n] - max(logits[n]), -700); row_max[n] = max(logits[n])."""
-    n_tasks, k = post.shape
+def shifted_logits(task_ptr, keys, log_table, log_prior, shifted, row_max, floor):  # pragma: no cover
+    """shifted[n] = max(logits[n] - max(logits[n]), floor); row_max[n] = max(logits[n]).
+
+    ``log_table`` and ``shifted`` may be float32 or float64 (one compiled version each); the
+    sum over a task's answers is always accumulated in float64.  ``floor`` keeps ``exp()``
+    out of the denormal range, whose slow path costs ~10x: -700 for float64 (exp ~ 1e-304),
+    -80 for float32 (exp ~ 2e-35); either is zero for every later use.
+    """
+    n_tasks, k = shifted.shape
+    last = keys.shape[0] - PREFETCH_DISTANCE
+    acc = np.empty(k, dtype=np.float64)
     for n in range(n_tasks):
-        row = post[n]
         for j in range(k):
-            row[j] = log_prior[j]
+            acc[j] = log_prior[j]
         for i in range(task_ptr[n], task_ptr[n + 1]):
+            if i < last:
+                prefetch_row(log_table, keys[i + PREFETCH_DISTANCE])
             r = keys[i]
             for j in range(k):
-                row[j] += log_table[r, j]
-        m = row[0]
+                acc[j] += log_table[r, j]
+        m = acc[0]
         for j in range(1, k):
-            if row[j] > m:
-                m = row[j]
+            if acc[j] > m:
+                m = acc[j]
         for j in range(k):
-            # clipping keeps exp() out of the denormal range, whose slow path costs ~10x;
-            # exp(-700) ~ 1e-304 is zero for every later use
-            row[j] = max(row[j] - m, -700.0)
+            shifted[n, j] = max(acc[j] - m, floor)
         row_max[n] = m
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def normalize_rows(post, row_max):  # pragma: no cover
-    """Rows of exp-shifted logits to probabilities; returns sum_n log sum_j exp(logits)."""
+def normalize_rows(expd, row_max, post):  # pragma: no cover
+    """post[n] = expd[n] / sum(expd[n]); returns sum_n (row_max[n] + log sum_j expd[n, j]).
+
+    ``expd`` holds exp-shifted logits (float32 or float64); it may be ``post`` itself.
+    """
     n_tasks, k = post.shape
     total = 0.0
     for n in range(n_tasks):
         s = 0.0
         for j in range(k):
-            s += post[n, j]
+            s += expd[n, j]
         inv = 1.0 / s
         for j in range(k):
-            post[n, j] *= inv
+            post[n, j] = expd[n, j] * inv
         total += row_max[n] + np.log(s)
     return total
 
@@ -55,10 +125,44 @@ def normalize_rows(post, row_max):  # pragma: no cover
 def mstep(task_ptr, keys, post, out, class_totals):  # pragma: no cover
     """out[r] += post[n] for every answer with key r; class_totals += post[n] per task."""
     n_tasks, k = post.shape
+    last = keys.shape[0] - PREFETCH_DISTANCE
     for n in range(n_tasks):
         for j in range(k):
             class_totals[j] += post[n, j]
         for i in range(task_ptr[n], task_ptr[n + 1]):
+            if i < last:
+                prefetch_row(out, keys[i + PREFETCH_DISTANCE])
             r = keys[i]
             for j in range(k):
                 out[r, j] += post[n, j]
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def confusion_table(counts, pseudo, out):  # pragma: no cover
+    """Smoothed confusions in the kernels' layout, before the log.
+
+    ``counts[w*K + l, j]`` are soft counts of answer ``l`` on true class ``j``; ``pseudo``
+    (1 or W, K true, K answered) Dirichlet pseudo-counts.  Writes
+    ``out[w*K + l, j] = (counts + pseudo) / sum_l (counts + pseudo)``, a uniform row where the
+    sum is zero, floored at 1e-300 so the log is finite.  One pass instead of numpy's five.
+    """
+    n_rows, k = counts.shape
+    n_workers = n_rows // k
+    shared = pseudo.shape[0] == 1
+    den = np.empty(k, dtype=np.float64)
+    for w in range(n_workers):
+        p = 0 if shared else w
+        base = w * k
+        for j in range(k):
+            den[j] = 0.0
+        for l in range(k):
+            for j in range(k):
+                v = counts[base + l, j] + pseudo[p, j, l]
+                out[base + l, j] = v
+                den[j] += v
+        for l in range(k):
+            for j in range(k):
+                if den[j] > 0:
+                    out[base + l, j] = max(out[base + l, j] / den[j], 1e-300)
+                else:
+                    out[base + l, j] = 1.0 / k

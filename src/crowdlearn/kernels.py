@@ -10,7 +10,15 @@ two sums over the L answers:
 Two back ends compute them: a scipy sparse-product path (always available, best for small
 data because nothing needs compiling) and fused numba loops (``pip install crowdlearn[fast]``)
 that make one pass over the answers and avoid the (L x K) temporaries.  ``backend="auto"``
-uses numba for large inputs when it is importable.  Both give the same numbers to rounding.
+uses numba for large inputs when it is importable.  Both give the same numbers to rounding,
+with one deliberate exception: when the log table exceeds ``FLOAT32_TABLE_BYTES`` (8 MB,
+e.g. 10^5 workers x 5 classes), the numba E-step gathers from a float32 copy of it and
+exponentiates in float32 (per-task sums stay float64, counts and posteriors stay float64).
+The table then no longer fits in cache, and these random reads dominate the iteration; the
+float32 path cut the E-step at 10^7 answers from 0.18 s to 0.11 s.  Posteriors then agree
+with the float64 path to ~1e-6 (absolute), far below anything that changes a label.
+M-step counts are never float32: a heavy worker's counts reach 10^5, where float32 would
+drop small posterior contributions.
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ __all__ = ["estep", "mstep", "normalize_log", "resolve_backend", "NUMBA_MIN_LABE
 
 #: Below this many answers the sparse path wins (no JIT compilation cost).
 NUMBA_MIN_LABELS = 50_000
+
+#: Above this size of the float64 (W*K x K) log table the numba E-step reads a float32 copy.
+FLOAT32_TABLE_BYTES = 8 << 20
 
 
 @lru_cache(maxsize=1)
@@ -66,36 +77,57 @@ def estep(
     log_table: np.ndarray,
     log_prior: np.ndarray,
     backend: str = "numpy",
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
     """Posteriors ``q`` (N x K) and the marginal log-likelihood ``sum_n log p(answers_n)``.
 
     ``log_table`` has shape (W*K, K): ``log_table[w*K + l, j] = log P(label l | truth j, w)``.
+    ``out`` (numba back end): a C-contiguous float64 (N x K) buffer to write the posteriors
+    into, so an EM loop does not allocate (and page-fault) N x K memory every iteration.
     """
     log_table = np.ascontiguousarray(log_table, dtype=np.float64)
     log_prior = np.ascontiguousarray(log_prior, dtype=np.float64)
     if backend == "numba":
         kern = _numba_kernels()
-        post = np.empty((data.n_tasks, log_table.shape[1]), dtype=np.float64)
+        shape = (data.n_tasks, log_table.shape[1])
+        if out is None or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+            out = np.empty(shape, dtype=np.float64)
+        post = out
         row_max = np.empty(data.n_tasks, dtype=np.float64)
-        kern.shifted_logits(data.task_ptr, data.worker_label, log_table, log_prior, post, row_max)
-        np.exp(post, out=post)  # SIMD exp over the whole block; all entries are <= 0
-        ll = kern.normalize_rows(post, row_max)
+        if log_table.nbytes > FLOAT32_TABLE_BYTES:
+            # big table: random reads of a float32 copy miss cache half as often, and float32
+            # exp is SIMD; the shifted logits live in float32 scratch (see module docstring)
+            table = log_table.astype(np.float32)
+            shifted = np.empty(shape, dtype=np.float32)
+            floor = -80.0
+        else:
+            table, shifted, floor = log_table, post, -700.0
+        kern.shifted_logits(data.task_ptr, data.worker_label, table, log_prior, shifted, row_max, floor)
+        np.exp(shifted, out=shifted)  # one vectorised pass; all entries are <= 0
+        ll = kern.normalize_rows(shifted, row_max, post)
         return post, float(ll)
     logits = data.incidence() @ log_table
     logits += log_prior
     return normalize_log(logits)
 
 
-def mstep(data: CrowdLabels, post: np.ndarray, backend: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
+def mstep(
+    data: CrowdLabels, post: np.ndarray, backend: str = "numpy", out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Soft counts and class totals.
 
     Returns ``counts`` (W*K x K) with ``counts[w*K + l, j] = sum of q_n(j) over w's answers
-    l`` and ``class_totals[j] = sum_n q_n(j)``.
+    l`` and ``class_totals[j] = sum_n q_n(j)``.  ``out`` (numba back end): a reusable
+    C-contiguous float64 (W*K x K) buffer for ``counts`` (overwritten).
     """
     post = np.ascontiguousarray(post, dtype=np.float64)
     if backend == "numba":
         kern = _numba_kernels()
-        out = np.zeros((data.n_workers * data.n_classes, post.shape[1]), dtype=np.float64)
+        shape = (data.n_workers * data.n_classes, post.shape[1])
+        if out is None or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+            out = np.zeros(shape, dtype=np.float64)
+        else:
+            out.fill(0.0)
         totals = np.zeros(post.shape[1], dtype=np.float64)
         kern.mstep(data.task_ptr, data.worker_label, post, out, totals)
         return out, totals

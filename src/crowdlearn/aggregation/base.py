@@ -31,15 +31,35 @@ _TIE_TOL = 1e-12
 def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
     """Row-wise argmax; exact ties (within 1e-12) go to a class drawn uniformly by ``rng``.
 
-    The draw is one uniform number per (task, class) cell, so the rule is reproducible for a
-    given seed and independent of how many tasks are tied.
+    ``rng`` gives one 64-bit salt; the key of cell (task n, class j) is a fixed hash
+    (SplitMix64) of ``salt + n * K + j``, and a tied row takes its tied class with the largest
+    key.  So the rule is reproducible for a given seed, uniform over the tied classes, and the
+    outcome of a task does not depend on how many other tasks are tied, while keys are only
+    computed for the (usually few) tied rows, not for all N x K cells.
     """
-    if proba.shape[1] == 0:
-        return np.zeros(proba.shape[0], dtype=np.int64)
-    best = proba.max(axis=1, keepdims=True)
+    n, k = proba.shape
+    if k == 0:
+        return np.zeros(n, dtype=np.int64)
+    salt = np.uint64(rng.randint(0, 2**62, dtype=np.int64))
+    codes = np.argmax(proba, axis=1)
+    best = proba[np.arange(n), codes][:, None]
     tied = proba >= best - _TIE_TOL
-    keys = rng.random_sample(proba.shape)
-    return np.argmax(np.where(tied, keys, -1.0), axis=1)
+    rows = np.flatnonzero(np.count_nonzero(tied, axis=1) > 1)
+    if rows.size:
+        cells = rows.astype(np.uint64)[:, None] * np.uint64(k) + np.arange(k, dtype=np.uint64)
+        keys = _splitmix64(cells + salt)
+        keys[~tied[rows]] = 0  # hashes of tied cells are > 0 except with probability 2^-64
+        codes[rows] = np.argmax(keys, axis=1)
+    return codes
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def confusion_frame(confusion: np.ndarray, classes: pd.Index) -> pd.DataFrame:
@@ -179,6 +199,14 @@ class BaseAggregator(BaseEstimator):
     def _clean_proba(proba: np.ndarray, data: CrowdLabels) -> np.ndarray:
         """Rows that sum to one; a NaN or empty row becomes uniform (never leaks out)."""
         proba = np.asarray(proba, dtype=np.float64)
+        if proba.size and np.isfinite(proba).all() and proba.min() >= 0.0:
+            # the usual case, checked with whole-array passes (fast at 10^7 cells); rows
+            # already normalised to rounding are returned as they are
+            sums = proba.sum(axis=1)
+            if np.all(np.abs(sums - 1.0) <= 1e-9):
+                return proba
+            if np.all(sums > 0):
+                return proba / sums[:, None]
         bad = ~np.all(np.isfinite(proba), axis=1)
         proba[bad] = 0.0
         proba = np.clip(proba, 0.0, None)

@@ -124,9 +124,13 @@ class DawidSkene(ConfusionAggregator):
         ll_prev = -np.inf
         n_answers = max(data.n_labels, 1)
         self.converged_ = False
+        # reusable (W*K x K) and (N x K) buffers: at 10^7 answers, allocating them afresh costs
+        # page faults every iteration
+        work = {"counts": None, "post": None}
         for it in range(self.max_iter):
-            log_table, log_prior = self._m_step(data, post, pseudo, backend)
-            post, ll = kernels.estep(data, log_table, log_prior, backend)
+            log_table, log_prior = self._m_step(data, post, pseudo, backend, work)
+            post, ll = kernels.estep(data, log_table, log_prior, backend, out=work["post"])
+            work["post"] = post
             post = self._clamp(post, gold)
             if self._record_iteration(ll, ll_prev, n_answers):
                 break
@@ -165,24 +169,41 @@ class DawidSkene(ConfusionAggregator):
             post[known, gold[known]] = 1.0
         return post
 
-    def _m_step(self, data, post, pseudo, backend):
+    def _m_step(self, data, post, pseudo, backend, work=None):
         k, m = data.n_classes, data.n_workers
-        counts, class_counts = kernels.mstep(data, post, backend)  # (W*K obs, K true)
-        counts = counts.reshape(m, k, k).transpose(0, 2, 1)  # -> [w, true, answered]
-        log_conf = self._log_confusions(counts, pseudo)
+        buf = None if work is None else work["counts"]
+        counts, class_counts = kernels.mstep(data, post, backend, out=buf)  # (W*K obs, K true)
+        if work is not None:
+            work["counts"] = counts
+        log_table = self._table_from_counts(counts, pseudo, backend)
         class_counts = class_counts + self.prior_alpha
         log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
-        log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
         return log_table, log_prior
+
+    def _table_from_counts(self, counts: np.ndarray, pseudo: np.ndarray, backend: str) -> np.ndarray:
+        """(W*K answered, K true) soft counts -> the kernels' (W*K, K) log confusion table."""
+        if backend == "numba" and type(self)._log_confusions is DawidSkene._log_confusions:
+            kern = kernels._numba_kernels()
+            k = counts.shape[1]
+            table = np.empty_like(counts)
+            kern.confusion_table(counts, np.ascontiguousarray(pseudo.reshape(-1, k, k)), table)
+            return np.log(table, out=table)
+        m, k = counts.shape[0] // counts.shape[1], counts.shape[1]
+        # a view in [w, true, answered] orientation; the element-wise operations of
+        # _log_confusions keep the kernels' memory layout, so the reshape below copies nothing
+        log_conf = self._log_confusions(counts.reshape(m, k, k).transpose(0, 2, 1), pseudo)
+        return np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
 
     def _log_confusions(self, counts: np.ndarray, pseudo: np.ndarray) -> np.ndarray:
         """Full confusion rows: (counts + pseudo) normalised over the answered axis."""
-        num = counts + pseudo
+        num = np.add(counts, pseudo, out=np.empty_like(counts))  # laid out like ``counts``
         den = num.sum(axis=2, keepdims=True)
-        # a row with no mass (worker never saw that class, no smoothing) becomes uniform
-        conf = np.divide(num, den, out=np.full(num.shape, 1.0 / counts.shape[2]), where=den > 0)
-        np.maximum(conf, _TINY, out=conf)
-        return np.log(conf, out=conf)
+        np.divide(num, den, out=num, where=den > 0)
+        empty = den <= 0
+        if empty.any():  # a row with no mass (never saw that class, no smoothing): uniform
+            num[np.broadcast_to(empty, num.shape)] = 1.0 / counts.shape[2]
+        np.maximum(num, _TINY, out=num)
+        return np.log(num, out=num)
 
     # ------------------------------------------------------------- predict
 
