@@ -52,6 +52,22 @@ def test_numba_and_numpy_backends_agree():
     assert a.n_iter_ == 15 and not a.converged_
 
 
+@pytest.mark.skipif(resolve_backend("auto", 10**9) != "numba", reason="numba not installed")
+def test_float32_gather_path_agrees_with_float64(monkeypatch):
+    """Large inputs gather from a float32 log table: posteriors agree to ~1e-6, labels equal."""
+    from crowdlearn import kernels
+
+    data, _ = planted_crowd(n_tasks=3000, n_workers=40, k=5, per_task=5, seed=5)
+    ref = DawidSkene(backend="numba", max_iter=20, tol=0).fit(data)
+    monkeypatch.setattr(kernels, "FLOAT32_MIN_LABELS", 0)
+    f32 = DawidSkene(backend="numba", max_iter=20, tol=0).fit(data)
+    np.testing.assert_allclose(ref.probas_.to_numpy(), f32.probas_.to_numpy(), atol=2e-5)
+    np.testing.assert_allclose(ref.history_, f32.history_, rtol=1e-6)
+    margin = np.sort(ref.probas_.to_numpy(), axis=1)
+    clear = margin[:, -1] - margin[:, -2] > 1e-3
+    assert np.array_equal(ref.label_codes_[clear], f32.label_codes_[clear])
+
+
 def test_likelihood_increases_and_converges():
     data, _ = planted_crowd(seed=4)
     ds = DawidSkene(alpha=0.0, diag_alpha=0.0).fit(data)
