@@ -14,6 +14,9 @@ Usage::
     python benchmarks/speed.py                    # 1e5 and 1e6 cases with crowd-kit
     python benchmarks/speed.py --big              # adds 1e7 labels (crowdlearn only by default)
     python benchmarks/speed.py --cases ds:1e6 glad:1e5
+    python benchmarks/speed.py --all 1e6 --no-crowdkit   # every registered method at 1e6 labels
+
+Methods without a crowd-kit counterpart run on the crowdlearn side only, with their defaults.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ if {iters!r} is not None:
     est.set_params(**{{key: {iters!r}}})
     if "tol" in params:
         est.set_params(tol=0)
-est.fit(data)                   # warm-up: numba compilation / caches
+if {warmup!r}:
+    est.fit(data)               # warm-up: numba compilation / caches
 t0 = time.process_time(); w0 = time.perf_counter()
 est.fit(data)
 cpu = time.process_time() - t0; wall = time.perf_counter() - w0
@@ -69,14 +73,19 @@ print(json.dumps({{"cpu_time": cpu, "time": wall, "n_iter": est.n_iter_, "accura
 """
 
 
-def crowdlearn_fit(npz: Path, method: str, iters: int | None) -> dict:
-    code = _CHILD.format(here=str(HERE), npz=str(npz), method=method, iters=iters)
+def crowdlearn_fit(npz: Path, method: str, iters: int | None, warmup: bool = True,
+                   timeout: float | None = None) -> dict:
+    code = _CHILD.format(here=str(HERE), npz=str(npz), method=method, iters=iters, warmup=warmup)
     env = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     import os
 
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True,
+            env={**os.environ, **env}, timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
     if proc.returncode:
         return {"error": proc.stderr.strip().splitlines()[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -94,20 +103,31 @@ def main(argv=None) -> int:
     p.add_argument("--crowdkit-max-labels", type=float, default=1e6,
                    help="skip crowd-kit above this size (its DS takes ~6.6 s per iteration at 1e7)")
     p.add_argument("--mem-gb", type=float, default=10.0)
+    p.add_argument("--all", type=float, default=None, metavar="SIZE",
+                   help="time every registered method at SIZE labels (replaces --cases)")
+    p.add_argument("--no-crowdkit", action="store_true")
+    p.add_argument("--no-warmup", action="store_true", help="time the first fit (includes JIT)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per crowdlearn fit")
     args = p.parse_args(argv)
-    cases = [parse_case(c) for c in args.cases] + ([("ds", 10**7)] if args.big else [])
-    ck = crowdkit_available()
+    if args.all:
+        from crowdlearn.registry import REGISTRY
+
+        cases = [(name, int(args.all)) for name in REGISTRY]
+    else:
+        cases = [parse_case(c) for c in args.cases]
+    cases += [("ds", 10**7)] if args.big else []
+    ck = crowdkit_available() and not args.no_crowdkit
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for method, n in cases:
-            ck_name, iters, ck_default = METHODS[method]
+            ck_name, iters, ck_default = METHODS.get(method, (None, None, None))
             npz = Path(tmp) / f"syn_{n}.npz"
             if not npz.exists():
                 task, worker, label, truth = make_ds_codes(n, n_classes=5, seed=0)
                 save_npz(npz, task, worker, label, truth)
-            ours = crowdlearn_fit(npz, method, iters)
+            ours = crowdlearn_fit(npz, method, iters, not args.no_warmup, args.timeout)
             theirs = {}
-            if ck and n <= args.crowdkit_max_labels:
+            if ck and ck_name and n <= args.crowdkit_max_labels:
                 theirs = crowdkit_speed(
                     str(npz), ck_name, max_iter=iters or ck_default, tol="-inf" if iters else "none",
                     mem_gb=args.mem_gb,
@@ -120,6 +140,7 @@ def main(argv=None) -> int:
                 "crowdlearn s/iter": (ours["cpu_time"] / ours["n_iter"]) if ours.get("n_iter") else None,
                 "crowdlearn MB": ours.get("peak_rss_mb"),
                 "crowdlearn acc": ours.get("accuracy"),
+                "crowdlearn error": (ours.get("error") or "")[:60] or None,
                 "crowd-kit s": theirs.get("cpu_time"),
                 "crowd-kit iterations": theirs.get("n_iter"),
                 "crowd-kit MB": theirs.get("peak_rss_mb"),
