@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "spectral-ds": "crowdlearn.aggregation.spectral:SpectralDawidSkene",
     "multispa": "crowdlearn.aggregation.spectral:MultiSPA",
     "multispa-ds": "crowdlearn.aggregation.spectral:MultiSPADawidSkene",
+    "multispa-kl": "crowdlearn.aggregation.spectral:MultiSPAKL",
 }
 
 
