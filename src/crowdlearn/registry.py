@@ -30,6 +30,7 @@ REGISTRY: dict[str, str] = {
     "multispa": "crowdlearn.aggregation.spectral:MultiSPA",
     "multispa-ds": "crowdlearn.aggregation.spectral:MultiSPADawidSkene",
     "multispa-kl": "crowdlearn.aggregation.spectral:MultiSPAKL",
+    "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
 }
 
 
