@@ -31,6 +31,7 @@ REGISTRY: dict[str, str] = {
     "multispa-ds": "crowdlearn.aggregation.spectral:MultiSPADawidSkene",
     "multispa-kl": "crowdlearn.aggregation.spectral:MultiSPAKL",
     "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
+    "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
 }
 
 

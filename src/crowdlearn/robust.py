@@ -126,6 +126,8 @@ def second_order_model(
     min_shared: int = 10,
     max_workers: int = 500,
     n_iter: int = 50,
+    robust_passes: int = 0,
+    z_exclude: float = 4.0,
 ) -> SecondOrderModel:
     """Fit ``R_ml ≈ U_m U_l^T`` on the observed off-diagonal blocks (weighted ALS).
 
@@ -140,6 +142,9 @@ def second_order_model(
         Only the most active workers enter (the pair list grows quadratically).
     n_iter : int
         ALS sweeps.
+    robust_passes : int
+        Refits that give zero weight to pairs whose excess agreement has a robust z-score
+        above ``z_exclude`` (see :func:`_excess_z`); used to find groups of copiers.
     """
     data = as_crowd_labels(labels)
     k = data.n_classes
@@ -170,10 +175,20 @@ def second_order_model(
     if u.shape[1] < r:
         u = np.hstack([u, np.zeros((u.shape[0], r - u.shape[1]))])
     u = u.reshape(n_w, k, r)
-    w = shared
-    ridge = 1e-9 * max(1.0, float(w.max()))
+    u = _als(u, blocks, pm, pl, shared, n_iter)
+    for _ in range(robust_passes):
+        # refit without the pairs that agree far more than the model allows (copiers), so a
+        # clique of colluders cannot bend the honest low-rank structure towards itself
+        z = _excess_z(u, blocks, pm, pl, shared)
+        u = _als(u, blocks, pm, pl, np.where(z > z_exclude, 0.0, shared), n_iter)
+    return SecondOrderModel(workers, u, pm, pl, shared, blocks)
+
+
+def _als(u, blocks, pm, pl, w, n_iter):
+    """Weighted ALS sweeps: ``U_m = (sum_l w R_ml U_l) (sum_l w U_l^T U_l)^-1`` for all m."""
+    n_w, k, r = u.shape
+    ridge = 1e-9 * max(1.0, float(w.max(initial=0.0)))
     for _ in range(n_iter):
-        # U_m = (sum_l w R_ml U_l) (sum_l w U_l^T U_l)^-1, all workers at once
         num = np.zeros((n_w, k, r))
         np.add.at(num, pm, w[:, None, None] * np.einsum("pkj,pjr->pkr", blocks, u[pl]))
         gram = np.einsum("lkr,lks->lrs", u, u)
@@ -181,7 +196,17 @@ def second_order_model(
         np.add.at(den, pm, w[:, None, None] * gram[pl])
         den += ridge * np.eye(r)[None]
         u = np.linalg.solve(den, num.transpose(0, 2, 1)).transpose(0, 2, 1)
-    return SecondOrderModel(workers, u, pm, pl, shared, blocks)
+    return u
+
+
+def _excess_z(u, blocks, pm, pl, shared) -> np.ndarray:
+    """Robust z-score of each pair's excess agreement ``trace(R_ml - U_m U_l^T) sqrt(n_ml)``."""
+    fit = np.einsum("pkr,pjr->pkj", u[pm], u[pl])
+    excess = np.einsum("pkk->p", blocks - fit) * np.sqrt(shared)
+    med = np.median(excess)
+    mad = 1.4826 * np.median(np.abs(excess - med))
+    scale = mad if mad > 0 else (np.std(excess) or 1.0)
+    return (excess - med) / scale
 
 
 def _loo_majority(data: CrowdLabels) -> np.ndarray:

@@ -1,0 +1,233 @@
+"""Dawid-Skene for dependent workers: :class:`GroupAwareDawidSkene`.
+
+Dawid-Skene assumes workers err independently given the true label.  Colluders (Sybil
+accounts, workers sharing answers, annotators trained on one guideline) violate this: a
+group of five copying one another counts five times in DS and can outvote everyone.  The
+tutorial "Learning from crowdsourced noisy labels: a signal processing perspective"
+(Ibrahim, Traganitis, Fu, Giannakis; section on dependent annotators) models each group
+``g`` with a hidden *group label* per task.
+
+Model
+-----
+For task ``j`` with true class ``y_j ~ pi`` and worker group ``g``::
+
+    z_jg | y_j = c   ~  Gamma_g[c, :]              (group confusion,  K x K)
+    a_jw | z_jg = b  ~  Pi_w[b, :]   for w in g    (member fidelity,  K x K)
+
+so ``p(a_{j,g} | y_j = c) = sum_b Gamma_g[c, b] prod_{w in g} Pi_w[b, a_jw]``.  A group of one
+worker has ``Pi_w = I`` fixed (its group label *is* its answer) and ``Gamma_g`` is its DS
+confusion: with every worker alone the model is exactly Dawid-Skene.  EM:
+
+* E-step: ``L_jg[b] = sum_{w in g on j} log Pi_w[b, a_jw]``,
+  ``m_jg[c] = logsumexp_b(log Gamma_g[c, b] + L_jg[b])``,
+  ``log q_j(c) = log pi_c + sum_g m_jg[c] + const``; the joint
+  ``q_jg(c, b) = q_j(c) exp(log Gamma_g[c, b] + L_jg[b] - m_jg[c])``;
+* M-step: ``Gamma_g[c, b] ∝ sum_j q_jg(c, b) + alpha``,
+  ``Pi_w[b, a] ∝ sum_{j: a_jw = a} sum_c q_jg(c, b) + alpha + diag_alpha [a = b]`` (the
+  diagonal pseudo-count ties each hidden group label to the answer its members give most),
+  ``pi ∝ sum_j q_j + prior_alpha``.
+
+Groups
+------
+Given (``groups``: mapping worker -> group id) or estimated from second-order statistics:
+with the rank-(K-1) model of the centred cross-covariances of
+:func:`crowdlearn.robust.second_order_model`, the *excess agreement* of a pair,
+``e_ml = trace(R_ml - U_m U_l^T)``, is about zero for conditionally independent workers
+and large for workers who copy one another (the model is refitted twice without the
+most excessive pairs, so that a clique cannot bend it).  Pairs whose standardised excess
+``e_ml sqrt(n_ml)`` exceeds ``z_threshold`` robust standard deviations are linked; groups are
+the connected components.
+
+Orientation: ``group_confusions_[g, true, group label]``, ``fidelity_[w, group label,
+answered]`` and the effective ``confusions_[w, true, answered] = Gamma_g Pi_w``; rows sum to 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.special import logsumexp
+
+from ..data import CrowdLabels
+from .base import BaseAggregator
+
+__all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
+
+_TINY = 1e-300
+
+
+def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: int = 10) -> pd.Series:
+    """Groups of workers who agree more than conditional independence allows.
+
+    Returns a Series worker -> group code (0..G-1); see the module docstring.
+    """
+    from ..data import as_crowd_labels
+    from ..robust import _excess_z, second_order_model
+
+    data = as_crowd_labels(labels)
+    model = second_order_model(data, min_shared=min_shared, robust_passes=2, z_exclude=z_threshold)
+    n_w = data.n_workers
+    link_m = np.empty(0, np.int64)
+    link_l = np.empty(0, np.int64)
+    if len(model.pair_m):
+        z = _excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
+        hit = z > z_threshold
+        link_m = model.workers[model.pair_m[hit]]
+        link_l = model.workers[model.pair_l[hit]]
+    graph = sp.coo_matrix((np.ones(len(link_m)), (link_m, link_l)), shape=(n_w, n_w))
+    _, comp = connected_components(graph, directed=False)
+    # renumber groups in order of their first worker, so the result does not depend on scipy
+    _, first = np.unique(comp, return_index=True)
+    order = np.argsort(first)
+    remap = np.empty_like(order)
+    remap[order] = np.arange(len(order))
+    return pd.Series(remap[comp], index=data.workers, name="group")
+
+
+class GroupAwareDawidSkene(BaseAggregator):
+    """Dawid-Skene with groups of dependent workers sharing a hidden group label.
+
+    Parameters
+    ----------
+    groups : mapping or Series worker -> group id, optional
+        Known groups; by default estimated with :func:`estimate_worker_groups`.
+    z_threshold : float
+        Link threshold of the group estimation (robust z-score of excess agreement).
+    max_iter, tol : EM stopping rule (``tol`` on the log-likelihood change per answer).
+    alpha, diag_alpha, prior_alpha : float
+        Dirichlet pseudo-counts (all confusion cells, diagonal of the member fidelities, class
+        prior).
+    random_state : int
+        Tie-breaking seed.
+
+    Attributes
+    ----------
+    groups_ : Series worker -> group code
+    group_confusions_ : ndarray (G, K, K) ``[group, true, group label]``
+    fidelity_ : ndarray (W, K, K) ``[worker, group label, answered]`` (identity for lone workers)
+    confusions_ : ndarray (W, K, K) ``[worker, true, answered]`` effective confusion
+    priors_ : Series, skills_ : Series
+    """
+
+    _uses_init = True
+
+    def __init__(
+        self,
+        groups: Mapping[Any, Any] | pd.Series | None = None,
+        z_threshold: float = 4.0,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        alpha: float = 1.0,
+        diag_alpha: float = 1.0,
+        prior_alpha: float = 1.0,
+        random_state: int | None = 0,
+    ) -> None:
+        self.groups = groups
+        self.z_threshold = z_threshold
+        self.max_iter = max_iter
+        self.tol = tol
+        self.alpha = alpha
+        self.diag_alpha = diag_alpha
+        self.prior_alpha = prior_alpha
+        self.random_state = random_state
+
+    def _group_codes(self, data: CrowdLabels) -> np.ndarray:
+        if self.groups is None:
+            return estimate_worker_groups(data, self.z_threshold).to_numpy()
+        given = pd.Series(self.groups) if not isinstance(self.groups, pd.Series) else self.groups
+        ids = given.reindex(data.workers)
+        missing = ids.isna().to_numpy()
+        if missing.any():
+            raise ValueError(
+                f"groups: no group given for {int(missing.sum())} worker(s), "
+                f"e.g. {data.workers[np.flatnonzero(missing)[0]]!r}"
+            )
+        codes, _ = pd.factorize(ids, sort=False)
+        return codes
+
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
+        if self.max_iter < 1:
+            raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        k, n_w = data.n_classes, data.n_workers
+        gcode = self._group_codes(data)
+        n_g = int(gcode.max()) + 1
+        size = np.bincount(gcode, minlength=n_g)
+        alone = size[gcode] == 1  # per worker
+        # units = (task, group) pairs with at least one answer
+        key = data.task.astype(np.int64) * n_g + gcode[data.worker]
+        ukey, unit = np.unique(key, return_inverse=True)
+        u_task, u_group = np.divmod(ukey, n_g)
+        n_u = len(ukey)
+        gather = sp.csr_matrix(
+            (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
+        )
+        to_task = sp.csr_matrix((np.ones(n_u), (u_task, np.arange(n_u))), shape=(data.n_tasks, n_u))
+
+        if init is not None:
+            post = init.copy()
+        else:
+            votes = data.vote_counts().astype(np.float64)
+            post = votes + 1e-9
+            post /= post.sum(axis=1, keepdims=True)
+        if gold is not None:
+            known = gold >= 0
+            post[known] = 0.0
+            post[known, gold[known]] = 1.0
+        # initial hidden group labels: the group's own vote share on the task
+        group_votes = np.zeros((n_u, k))
+        np.add.at(group_votes, (unit, data.label), 1.0)
+        zq = group_votes / group_votes.sum(axis=1, keepdims=True)
+        joint = post[u_task][:, :, None] * zq[:, None, :]  # q_jg(c, b)
+
+        eye = np.eye(k)
+        previous = -np.inf
+        self.converged_ = False
+        for _ in range(self.max_iter):
+            # ---- M-step
+            gam = np.full((n_g, k, k), self.alpha)
+            np.add.at(gam, u_group, joint)
+            gam /= gam.sum(axis=2, keepdims=True)
+            zmarg = joint.sum(axis=1)  # (U, K) over b
+            fid = np.full((n_w, k, k), self.alpha) + self.diag_alpha * eye
+            np.add.at(fid, (data.worker, slice(None), data.label), zmarg[unit])
+            fid /= fid.sum(axis=2, keepdims=True)
+            fid[alone] = eye
+            prior = post.sum(axis=0) + self.prior_alpha
+            prior /= prior.sum()
+            # ---- E-step
+            with np.errstate(divide="ignore"):
+                log_fid = np.log(fid)
+            ans = log_fid[data.worker, :, data.label]  # (n_labels, K over b)
+            ans = np.where(np.isneginf(ans), -np.inf, ans)
+            lz = np.zeros((n_u, k))
+            finite = np.isfinite(ans)
+            # sums of -inf stay -inf: add finite parts by a sparse product, mark impossible b
+            lz = gather @ np.where(finite, ans, 0.0)
+            impossible = (gather @ (~finite).astype(np.float64)) > 0
+            lz[impossible] = -np.inf
+            log_gam = np.log(np.maximum(gam, _TINY))
+            terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b)
+            msg = logsumexp(terms, axis=2)  # (U, c)
+            logp = np.log(prior)[None, :] + to_task @ msg
+            if gold is not None:
+                logp[known] = np.where(eye[gold[known]] > 0, 0.0, -np.inf)
+            norm = logsumexp(logp, axis=1, keepdims=True)
+            post = np.exp(logp - norm)
+            ll = float(norm.sum())
+            joint = post[u_task][:, :, None] * np.exp(terms - msg[:, :, None])
+            if self._record_iteration(ll, previous, data.n_labels):
+                break
+            previous = ll
+
+        self.groups_ = pd.Series(gcode, index=data.workers, name="group")
+        self.group_confusions_ = gam
+        self.fidelity_ = fid
+        conf = np.einsum("wcb,wba->wca", gam[gcode], fid)
+        self.confusions_ = conf
+        self.priors_ = pd.Series(prior, index=data.classes, name="prior")
+        self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
+        return post
