@@ -32,6 +32,7 @@ REGISTRY: dict[str, str] = {
     "multispa-kl": "crowdlearn.aggregation.spectral:MultiSPAKL",
     "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
     "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
+    "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
 }
 
 

@@ -1,0 +1,66 @@
+"""MinimaxEntropy: worker and task parameters (Zhou et al. 2012)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn as cl
+from crowdlearn import simulate
+from crowdlearn.benchmarking import gold_accuracy
+from conftest import load_shared
+
+
+def _hard_items_crowd(seed, n_tasks=1500, n_workers=30, k=3, per_task=7):
+    """A crowd drawn from the minimax model: 40% of items pull every worker to one wrong class."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_tasks)
+    acc = rng.uniform(0.6, 0.85, n_workers)
+    sigma = np.log(np.where(np.eye(k)[None] > 0, acc[:, None, None], ((1 - acc) / (k - 1))[:, None, None]))
+    tau = np.zeros((n_tasks, k, k))
+    hard = rng.random(n_tasks) < 0.4
+    lure = (truth + rng.integers(1, k, n_tasks)) % k
+    tau[hard, :, :] = 0.0
+    tau[np.flatnonzero(hard), truth[hard], lure[hard]] = 1.6
+    rows = []
+    for j in range(n_tasks):
+        for w in rng.choice(n_workers, per_task, replace=False):
+            logits = sigma[w, truth[j]] + tau[j, truth[j]]
+            p = np.exp(logits - logits.max())
+            rows.append((j, w, rng.choice(k, p=p / p.sum())))
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    return cl.CrowdLabels.from_frame(df).with_truth(pd.Series(truth))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_minimax_beats_majority_vote_and_matches_ds_with_item_difficulty(seed):
+    data = _hard_items_crowd(seed)
+    mv = gold_accuracy(cl.MajorityVote().fit(data).labels_, data)
+    ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+    me = cl.MinimaxEntropy().fit(data)
+    acc = gold_accuracy(me.labels_, data)
+    assert acc > mv + 0.005
+    assert acc >= ds - 0.01
+    np.testing.assert_allclose(me.probas_.to_numpy().sum(axis=1), 1.0)
+    assert np.all(np.diff(me.history_) > -1e-6 * data.n_labels)  # block ascent never goes down
+
+
+def test_minimax_worker_confusions_follow_the_planted_ones():
+    data = simulate.dawid_skene(3000, 20, 3, labels_per_task=6, seed=3)
+    me = cl.MinimaxEntropy().fit(data)
+    diag_fit = np.einsum("wkk->wk", me.confusions_).mean(axis=1)
+    diag_true = np.einsum("wkk->wk", data.planted.confusions).mean(axis=1)
+    assert np.corrcoef(diag_fit, diag_true)[0, 1] > 0.9
+    assert gold_accuracy(me.labels_, data) >= gold_accuracy(cl.MajorityVote().fit(data).labels_, data)
+
+
+def test_minimax_on_bluebirds():
+    data = load_shared("bluebirds")
+    assert gold_accuracy(cl.MinimaxEntropy().fit(data).labels_, data) > 0.89
+
+
+def test_minimax_bad_parameters():
+    data = simulate.dawid_skene(50, 5, 2, seed=0)
+    with pytest.raises(ValueError, match="lambda_task"):
+        cl.MinimaxEntropy(lambda_task="big").fit(data)
+    with pytest.raises(ValueError, match="max_cells"):
+        cl.MinimaxEntropy(max_cells=10).fit(data)
