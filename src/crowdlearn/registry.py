@@ -33,6 +33,7 @@ REGISTRY: dict[str, str] = {
     "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
     "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
     "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
+    "eigenratio": "crowdlearn.aggregation.eigenratio:EigenRatio",
 }
 
 
