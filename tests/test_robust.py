@@ -93,3 +93,21 @@ def test_filtered_accepts_an_estimator_and_does_not_modify_it():
     est = cl.SpammerFiltered(base=base).fit(data)
     assert not hasattr(base, "labels_")
     assert est.base_.max_iter == 7
+
+
+def test_filtering_without_spammers_changes_nothing():
+    data = simulate.dawid_skene(2000, 15, 4, labels_per_task=5, accuracy=(0.5, 0.8), seed=5)
+    for base in ("mv", "ds"):
+        plain = cl.get_method(base)().fit(data)
+        filt = cl.SpammerFiltered(base=base).fit(data)
+        assert filt.n_removed_ == 0 and not filt.spammers_["flag"].any()
+        np.testing.assert_allclose(filt.probas_.to_numpy(), plain.probas_.to_numpy())
+
+
+def test_too_many_classes_flags_nobody():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"task": rng.integers(0, 50, 400), "worker": rng.integers(0, 5, 400),
+                          "label": rng.integers(0, 60, 400)})
+    table = detect_spammers(frame)
+    assert (table["basis"] == "too many classes").all() and not table["flag"].any()
+    assert not detect_adversaries(frame)["adversary"].any()

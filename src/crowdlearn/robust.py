@@ -56,6 +56,23 @@ from .data import CrowdLabels, as_crowd_labels
 
 __all__ = ["detect_spammers", "detect_adversaries", "second_order_model"]
 
+#: Above this many classes the K x K blocks per worker pair (and the K x K dependence tables)
+#: cost too much memory; the detectors then report every worker with basis "too many classes"
+#: and flag nobody (no evidence computed is not evidence of spamming).
+MAX_CLASSES = 50
+
+
+def _too_many_classes(data: CrowdLabels, columns: dict) -> pd.DataFrame | None:
+    if data.n_classes <= MAX_CLASSES:
+        return None
+    n = data.n_workers
+    out = {}
+    for name, kind in columns.items():
+        out[name] = np.full(n, np.nan) if kind == "f" else np.zeros(n, dtype=bool)
+    out["n_labels"] = data.labels_per_worker()
+    out["basis"] = np.full(n, "too many classes", dtype=object)
+    return pd.DataFrame(out, index=pd.Index(data.workers, name="worker"))
+
 
 @dataclass
 class SecondOrderModel:
@@ -296,7 +313,8 @@ def detect_spammers(
     divided by the largest; NaN outside the factorised set), ``low_cluster`` (two-means),
     ``p_value`` (chi-square dependence test), ``agreement`` (with the leave-one-out
     majority), ``n_labels``, ``basis`` (``"factor+test"``, ``"test"`` or
-    ``"too few answers"``) and ``spammer`` (the flag).
+    ``"too few answers"``; ``"too many classes"`` when K > ``MAX_CLASSES``, where nothing is
+    computed and nobody is flagged) and ``spammer`` (the flag; ``flag`` is the same column).
 
     Notes
     -----
@@ -306,6 +324,11 @@ def detect_spammers(
     data = as_crowd_labels(labels)
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    skipped = _too_many_classes(
+        data, {"score": "f", "low_cluster": "b", "p_value": "f", "agreement": "f", "spammer": "b", "flag": "b"}
+    )
+    if skipped is not None:
+        return skipped
     model = second_order_model(data, min_shared=min_shared, max_workers=max_workers)
     norms = np.linalg.norm(model.factors.reshape(len(model.workers), -1), axis=1)
     score = np.full(data.n_workers, np.nan)
@@ -332,6 +355,7 @@ def detect_spammers(
             "n_labels": data.labels_per_worker(),
             "basis": basis,
             "spammer": flag.astype(bool),
+            "flag": flag.astype(bool),
         },
         index=pd.Index(data.workers, name="worker"),
     )
@@ -364,6 +388,11 @@ def detect_adversaries(
     """
     data = as_crowd_labels(labels)
     k = data.n_classes
+    skipped = _too_many_classes(
+        data, {"residual": "f", "z": "f", "colluding": "b", "agreement": "f", "below_chance": "b", "adversary": "b"}
+    )
+    if skipped is not None:
+        return skipped
     model = second_order_model(data, min_shared=min_shared, max_workers=max_workers)
     res = model.residuals()
     total = (model.blocks**2).sum(axis=(1, 2))

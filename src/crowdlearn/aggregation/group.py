@@ -66,9 +66,11 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     Returns a Series worker -> group code (0..G-1); see the module docstring.
     """
     from ..data import as_crowd_labels
-    from ..robust import _excess_z, second_order_model
+    from ..robust import MAX_CLASSES, _excess_z, second_order_model
 
     data = as_crowd_labels(labels)
+    if data.n_classes > MAX_CLASSES:  # pair blocks would not fit in memory: everyone alone
+        return pd.Series(np.arange(data.n_workers), index=data.workers, name="group")
     model = second_order_model(data, min_shared=min_shared, robust_passes=2, z_exclude=z_threshold)
     n_w = data.n_workers
     link_m = np.empty(0, np.int64)
@@ -162,6 +164,12 @@ class GroupAwareDawidSkene(BaseAggregator):
         ukey, unit = np.unique(key, return_inverse=True)
         u_task, u_group = np.divmod(ukey, n_g)
         n_u = len(ukey)
+        need = 8.0 * (n_u + n_w) * k * k
+        if need > 1e9:
+            raise ValueError(
+                f"GroupAwareDawidSkene would need {n_u} (task, group) units x {k}^2 cells "
+                f"({need / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
+            )
         gather = sp.csr_matrix(
             (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
         )
