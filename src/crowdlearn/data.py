@@ -473,6 +473,23 @@ class CrowdLabels:
             mask &= keep[self.worker]
         return self._select(mask, keep_classes=keep_classes)
 
+    def _select_keep_ids(self, mask: np.ndarray) -> "CrowdLabels":
+        """The answers of ``mask`` with *all* task, worker and class ids (and codes) kept.
+
+        Tasks or workers left without answers stay in the index; code arrays of the result
+        are comparable with this object's (used by hold-out splits).
+        """
+        return CrowdLabels(
+            self.task[mask],
+            self.worker[mask],
+            self.label[mask],
+            tasks=self.tasks,
+            workers=self.workers,
+            classes=self.classes,
+            truth=self.truth,
+            features=self.features,
+        )
+
     def _select(self, mask: np.ndarray, keep_classes: bool = True) -> "CrowdLabels":
         t_used = np.unique(self.task[mask])
         w_used = np.unique(self.worker[mask])

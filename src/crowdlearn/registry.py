@@ -34,6 +34,7 @@ REGISTRY: dict[str, str] = {
     "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
     "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
     "eigenratio": "crowdlearn.aggregation.eigenratio:EigenRatio",
+    "auto": "crowdlearn.aggregation.auto:AutoAggregator",
 }
 
 

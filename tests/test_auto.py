@@ -1,0 +1,105 @@
+"""AutoAggregator (``auto``): choosing a method per dataset from withheld answers, without gold."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn as cl
+from crowdlearn import simulate
+from crowdlearn.aggregation.auto import (
+    AutoAggregator,
+    _predictive_score,
+    _predictive_score_hard,
+    _split,
+    heldout_scores,
+)
+from crowdlearn.benchmarking import gold_accuracy
+from conftest import load_shared
+
+
+def test_hard_scoring_equals_dense_scoring_of_one_hot_posteriors():
+    data = simulate.dawid_skene(300, 12, 4, labels_per_task=4, seed=2)
+    mask = _split(data, 0.2, np.random.default_rng(0))
+    train, test = data._select_keep_ids(~mask), data._select_keep_ids(mask)
+    pred = np.random.default_rng(1).integers(0, 4, data.n_tasks)
+    dense = _predictive_score(train, np.eye(4)[pred], test, smoothing=0.7)
+    sparse = _predictive_score_hard(train, pred, test, smoothing=0.7)
+    np.testing.assert_allclose(sparse, dense, rtol=1e-12)
+
+
+def test_split_keeps_every_task_and_worker():
+    data = simulate.dawid_skene(200, 8, 3, labels_per_task=2, seed=0)
+    mask = _split(data, 0.4, np.random.default_rng(3))
+    assert mask.any()
+    assert np.all(np.bincount(data.task[~mask], minlength=data.n_tasks) >= 1)
+    assert np.all(np.bincount(data.worker[~mask], minlength=data.n_workers) >= 1)
+
+
+def test_scores_prefer_the_true_model_over_noise():
+    # a crowd from the Dawid-Skene model: DS posteriors predict withheld answers, random ones do not
+    data = simulate.dawid_skene(800, 15, 3, labels_per_task=5, accuracy=(0.55, 0.9), seed=4)
+    table = heldout_scores(data, ["ds", "mv"], n_folds=2)
+    assert list(table.index) == ["ds", "mv"] and np.isfinite(table["score"]).all()
+    assert table.loc["ds", "z"] == 0.0  # the reference against itself
+
+    class Noise(cl.MajorityVote):
+        def _fit(self, data, gold, init):
+            return np.random.default_rng(0).dirichlet(np.ones(data.n_classes), data.n_tasks)
+
+    noisy = heldout_scores(data, ["ds", Noise()], n_folds=2)
+    assert noisy.loc["Noise", "z"] < -5
+
+
+def test_a_failing_candidate_is_reported_not_fatal():
+    class Broken(cl.MajorityVote):
+        def _fit(self, data, gold, init):
+            raise RuntimeError("boom")
+
+    data = simulate.dawid_skene(300, 10, 3, labels_per_task=4, seed=1)
+    est = AutoAggregator(candidates=["ds", Broken()], n_folds=1).fit(data)
+    assert est.chosen_ == "ds"
+    assert est.scores_.loc["Broken", "score"] == -np.inf and "boom" in est.scores_.loc["Broken", "error"]
+
+
+def test_one_answer_per_task_falls_back_to_the_first_candidate():
+    df = pd.DataFrame({"task": range(20), "worker": [0, 1] * 10, "label": [0, 1, 1, 0] * 5})
+    est = AutoAggregator(candidates=["mv", "ds"]).fit(df)
+    assert est.chosen_ == "mv" and "no answer could be withheld" in est.reason_
+    assert len(est.labels_) == 20
+
+
+def test_deterministic_and_delegates_the_worker_model():
+    data = simulate.dawid_skene(400, 12, 3, labels_per_task=4, seed=7)
+    a = AutoAggregator(candidates=["ds", "onecoin", "mv"], n_folds=2).fit(data)
+    b = AutoAggregator(candidates=["ds", "onecoin", "mv"], n_folds=2).fit(data)
+    pd.testing.assert_frame_equal(a.scores_.drop(columns="seconds"), b.scores_.drop(columns="seconds"))
+    pd.testing.assert_frame_equal(a.probas_, b.probas_)
+    assert a.chosen_ in a.reason_
+    if a.chosen_ == "ds":
+        assert a.confusions_.shape == (12, 3, 3)
+
+
+@pytest.mark.parametrize(
+    "name, min_gain",
+    [
+        # very sparse, 15 classes: DS over-fits its confusions, auto moves to a vote-like method
+        ("imagenet15n", 0.02),
+        ("bluebirds", 0.0),  # full confusions win: auto must keep ds
+        ("zencrowd_us", 0.0),
+    ],
+)
+def test_never_much_worse_than_ds_on_real_data(name, min_gain):
+    data = load_shared(name)
+    ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+    auto = AutoAggregator().fit(data)
+    acc = gold_accuracy(auto.labels_, data)
+    assert acc >= ds + min_gain - 0.005, (auto.chosen_, auto.reason_, acc, ds)
+
+
+def test_many_classes_use_the_linear_candidates():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"task": rng.integers(0, 100, 1500), "worker": rng.integers(0, 6, 1500),
+                       "label": rng.integers(0, 80, 1500)})
+    est = AutoAggregator(n_folds=1).fit(df)
+    assert list(est.scores_.index) == ["mv", "wawa", "zbs", "glad"]
+    assert est.probas_.shape == (100, 80)
