@@ -30,6 +30,8 @@ REGISTRY: dict[str, str] = {
     "multispa": "crowdlearn.aggregation.spectral:MultiSPA",
     "multispa-ds": "crowdlearn.aggregation.spectral:MultiSPADawidSkene",
     "multispa-kl": "crowdlearn.aggregation.spectral:MultiSPAKL",
+    "cnmf": "crowdlearn.aggregation.cnmf:CoupledNMF",
+    "tensor-admm": "crowdlearn.aggregation.tensor_admm:TensorADMM",
     "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
     "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
     "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
