@@ -1,0 +1,150 @@
+"""Robustness benchmark: spammer / adversary detection, SpammerFiltered, GroupAwareDawidSkene.
+
+Prints markdown tables (paste into benchmarks/RESULTS.md)::
+
+    OMP_NUM_THREADS=1 python benchmarks/robustness.py [--data /work/shared/data] [--seeds 5]
+
+1. detect_spammers sensitivity / specificity on synthetic crowds (N = 10,000, K = 4, M = 20,
+   5 labels per task, 25% uniform spammers), mean ± sd over seeds;
+2. MV / DS with and without spammer filtering on every categorical dataset (gold accuracy);
+3. detect_adversaries on crowds with colluders and below-chance adversaries;
+4. group-ds vs ds on crowds where groups of workers copy a leader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+import crowdlearn as cl
+from crowdlearn import simulate
+from crowdlearn.benchmarking import gold_accuracy
+from crowdlearn.io import load_folder
+from crowdlearn.robust import detect_adversaries, detect_spammers
+from crowdlearn.simulate import WorkerSpec
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
+
+
+def categorical(root: Path) -> list[str]:
+    """Dataset folders with gold whose SOURCE.md does not declare numeric labels."""
+    out = []
+    for d in sorted(root.iterdir()):
+        src = d / "SOURCE.md"
+        if (d / "labels.csv").exists() and (d / "truth.csv").exists():
+            if src.exists() and "kind: numeric" in src.read_text():
+                continue
+            out.append(d.name)
+    return out
+
+
+def ms(x) -> str:
+    x = np.asarray(x, dtype=float)
+    return f"{x.mean():.3f} ± {x.std(ddof=1) if len(x) > 1 else 0.0:.3f}"
+
+
+def spammer_table(seeds: int) -> None:
+    print("### Spammer detection (N=10,000, K=4, M=20, 5 labels/task, 25% uniform spammers)\n")
+    print("| setting | sensitivity | specificity | flagged |")
+    print("|---|---|---|---|")
+    for frac in (0.25, 0.0):
+        sens, spec, nflag = [], [], []
+        for seed in range(seeds):
+            data = simulate.dawid_skene(10_000, 20, 4, labels_per_task=5, spammers=frac, seed=seed)
+            flag = detect_spammers(data)["spammer"].to_numpy()
+            planted = data.planted.kind == "spammer"
+            if planted.any():
+                sens.append(flag[planted].mean())
+            spec.append((~flag[~planted]).mean())
+            nflag.append(flag.sum())
+        s = ms(sens) if sens else "n/a"
+        print(f"| {int(frac * 100)}% spammers, {seeds} seeds | {s} | {ms(spec)} | {ms(nflag)} |")
+    print()
+
+
+def real_table(root: Path) -> None:
+    print("### MV / DS with and without spammer filtering (gold accuracy)\n")
+    print("| dataset | tasks | workers | flagged | answers removed | MV | MV filtered | DS | DS filtered |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in categorical(root):
+        data = load_folder(root / name)
+        row = [name, str(data.n_tasks), str(data.n_workers)]
+        try:
+            accs = {}
+            for base in ("mv", "ds"):
+                accs[base] = gold_accuracy(cl.get_method(base)().fit(data).labels_, data)
+                f = cl.SpammerFiltered(base=base).fit(data)
+                accs[base + "f"] = gold_accuracy(f.labels_, data)
+            row += [str(int(f.spammers_["spammer"].sum())), str(f.n_removed_)]
+            row += [f"{accs[k]:.4f}" for k in ("mv", "mvf", "ds", "dsf")]
+        except ValueError as err:  # e.g. too many classes for DS
+            row += ["-", "-"] + [f"error: {str(err)[:40]}"] * 4
+        print("| " + " | ".join(row) + " |", flush=True)
+    print()
+
+
+def adversary_table(seeds: int) -> None:
+    print("### Adversary detection (N=5,000, K=3, M=30, 6 labels/task, 20% colluders, 10% below-chance)\n")
+    print("| seed | colluders flagged | below-chance flagged | honest falsely flagged |")
+    print("|---|---|---|---|")
+    for seed in range(seeds):
+        data = simulate.dawid_skene(5000, 30, 3, labels_per_task=6, colluders=0.2, adversaries=0.1, seed=seed)
+        t = detect_adversaries(data)
+        kind = data.planted.kind
+        col, adv, hon = kind == "colluder", kind == "adversary", kind == "diligent"
+        print(
+            f"| {seed} | {int(t['colluding'].to_numpy()[col].sum())}/{int(col.sum())} "
+            f"| {int(t['below_chance'].to_numpy()[adv].sum())}/{int(adv.sum())} "
+            f"| {int(t['adversary'].to_numpy()[hon].sum())}/{int(hon.sum())} |"
+        )
+    print()
+
+
+def group_table(seeds: int) -> None:
+    print("### group-ds vs ds on colluder crowds (N=3,000, K=3, 15 diligent (acc 0.6-0.8) + "
+          "2 groups of 6 copiers of weak leaders (acc 0.5-0.6, copy prob 0.95), 6 labels/task)\n")
+    print("| seed | MV | DS | group-ds | groups found | planted groups recovered |")
+    print("|---|---|---|---|---|---|")
+    gains = []
+    for seed in range(seeds):
+        specs = [
+            WorkerSpec.diligent(15, (0.6, 0.8)),
+            WorkerSpec.colluders(12, group_size=6, base=WorkerSpec.one_coin(12, (0.5, 0.6)), copy_prob=0.95),
+        ]
+        data = simulate.crowd(3000, 3, specs, labels_per_task=6, seed=seed)
+        mv = gold_accuracy(cl.MajorityVote().fit(data).labels_, data)
+        ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+        g = cl.GroupAwareDawidSkene().fit(data)
+        gds = gold_accuracy(g.labels_, data)
+        gains.append(gds - ds)
+        leader = data.planted.leader
+        groups = g.groups_.to_numpy()
+        ok = 0
+        leads = np.unique(leader[leader >= 0])
+        for lead in leads:
+            mem = np.flatnonzero(leader == lead)
+            ok += len(set(groups[mem])) == 1 and (groups == groups[mem[0]]).sum() == len(mem)
+        multi = int((np.bincount(groups) > 1).sum())
+        print(f"| {seed} | {mv:.4f} | {ds:.4f} | {gds:.4f} | {multi} | {ok}/{len(leads)} |", flush=True)
+    print(f"\nmean gain of group-ds over ds: {ms(gains)}\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--seeds", type=int, default=5)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    spammer_table(args.seeds)
+    adversary_table(args.seeds)
+    group_table(args.seeds)
+    real_table(args.data)
+    print(f"_total {time.perf_counter() - t0:.0f} s (OMP_NUM_THREADS=1)_")
+
+
+if __name__ == "__main__":
+    main()
