@@ -1,0 +1,67 @@
+"""End-to-end learning from crowds: train a classifier f(x) directly from features and crowd labels.
+
+torch is an optional dependency: importing this package imports no torch; the estimator
+modules (``maxmig``, ``coinnet``, ``em_family``) import it when they are first used.
+
+Every estimator follows one face (see :mod:`crowdlearn.learning._core`)::
+
+    model.fit(X, labels)          # labels: CrowdLabels whose task codes index the rows of X
+    model.predict_proba(X_new)    # the data classifier f(x)
+    model.probas_                 # posteriors of the training tasks (DataFrame task x class)
+    model.confusions_             # (W, K, K), oriented [worker, true, answered], rows sum to 1
+
+Confusion-matrix orientation is the library's: ``confusions_[w, j, l] = P(worker w answers l |
+true class j)``.  Papers that use column-stochastic matrices (COINNet, CCEM) are converted at
+the boundary.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+__all__ = ["methods", "get_method", "make_classifier", "LEARNING_REGISTRY"]
+
+#: short name -> "module:Class"; resolved lazily so that torch is imported on first use only
+LEARNING_REGISTRY: dict[str, str] = {
+    "maxmig": "crowdlearn.learning.maxmig:MaxMIG",
+    "coinnet": "crowdlearn.learning.coinnet:COINNet",
+    "raykar": "crowdlearn.learning.em_family:Raykar",
+    "aggnet": "crowdlearn.learning.em_family:AggNet",
+    "deepmf": "crowdlearn.learning.em_family:DeepMF",
+    "deepbp": "crowdlearn.learning.em_family:DeepBP",
+    "bayesdgc": "crowdlearn.learning.em_family:BayesDGC",
+    "two-stage": "crowdlearn.learning.two_stage:TwoStage",
+    "crowd-layer": "crowdlearn.learning.crowd_layer:CrowdLayer",
+    "conal": "crowdlearn.learning.crowd_layer:CoNAL",
+    "ccem": "crowdlearn.learning.ccem:CCEM",
+    "geocrowdnet-f": "crowdlearn.learning.ccem:GeoCrowdNetF",
+    "geocrowdnet-w": "crowdlearn.learning.ccem:GeoCrowdNetW",
+    "tracereg": "crowdlearn.learning.ccem:TraceReg",
+}
+
+
+def make_classifier(method: str, **params):
+    """One estimator face for every learner: ``make_classifier("ccem", epochs=50)``."""
+    return get_method(method)(**params)
+
+
+def get_method(name: str):
+    """The learning estimator class registered under ``name``."""
+    try:
+        module, _, cls = LEARNING_REGISTRY[name].partition(":")
+    except KeyError:
+        raise ValueError(
+            f"unknown learning method {name!r}; known: {', '.join(sorted(LEARNING_REGISTRY))}"
+        ) from None
+    return getattr(import_module(module), cls)
+
+
+def methods() -> dict[str, type]:
+    """All learning methods as {short name: class}; empty when torch is not installed."""
+    out = {}
+    for name in LEARNING_REGISTRY:
+        try:
+            out[name] = get_method(name)
+        except ImportError:
+            continue
+    return out

@@ -1,0 +1,402 @@
+"""The shared trainer and estimator face of the end-to-end crowd learners.
+
+:class:`CrowdClassifier` owns everything that is not method-specific: input validation and
+alignment of ``X`` with ``labels.tasks``, feature standardisation, seeding, the backbone, the
+mini-batch loop over *tasks* (all answers of a task stay in the same batch), the validation
+split and early stopping, callbacks, prediction and the pandas outputs.  A method is a
+subclass that implements a few hooks:
+
+``_build(n_features, n_classes, n_workers, data) -> nn.Module | None``
+    Create the worker model (crowd layer, confusion matrices, ...); its parameters are trained
+    jointly with the backbone.  Called after the backbone ``net_`` exists.
+``_prepare(X, data, train_idx)``  (optional)
+    Precompute targets before training (e.g. the two-stage aggregation).
+``_loss(logits, batch, train=True) -> scalar tensor``  (required)
+    The objective of one mini-batch; ``logits = net_(x)`` of the batch's tasks.  With
+    ``train=False`` it is the *validation* criterion (regularisers left out); it must depend
+    only on crowd labels — never on truth — because early stopping minimises it.
+``_log_confusions() -> tensor (W, K, K) | None``  (optional)
+    Log worker confusions oriented ``[worker, true, answered]``.  When given, the default
+    ``_task_posterior`` is the Bayes posterior ``p(y_n | x_n, answers) ∝ f(x_n)_y
+    prod_{(w,l) in answers(n)} C_w[y, l]`` and ``confusions_`` is filled from it.
+``_task_posterior(logits, batch) -> (B, K) probabilities``  (optional override)
+``_on_epoch_end(epoch, logs)``  (optional)
+
+A :class:`Batch` carries ``idx`` (task codes, numpy), ``x`` (features, float32 tensor) and
+``answers`` (:class:`~crowdlearn.learning.data.TaskAnswers`: padded ``workers``, ``answers``,
+``mask`` tensors of shape (B, A)).
+
+Confusion matrices are always exposed as ``confusions_[w, j, l] = P(worker w answers l | true
+class j)`` (rows sum to 1), whatever the orientation of the method's paper.
+
+Determinism: ``fit`` runs under ``torch.random.fork_rng`` seeded with ``random_state`` and
+shuffles with a ``numpy.random.Generator`` of the same seed, so the same data, parameters and
+seed give the same model (on CPU, for a fixed ``torch.get_num_threads()``; the global torch
+generator is left untouched).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from ..data import CrowdLabels
+from ._torch import resolve_device, seed_everything, torch
+from .backbones import make_backbone
+from .data import TaskAnswers, align_features, check_features, iterate_minibatches
+
+nn = torch.nn
+
+__all__ = ["CrowdClassifier", "Batch", "Callback", "ProgressBar", "BASE_PARAMS"]
+
+#: the parameters every learner accepts (subclasses repeat them in their ``__init__``)
+BASE_PARAMS = ("backbone", "hidden", "dropout", "epochs", "batch_size", "lr", "weight_decay",
+               "optimizer", "validation_fraction", "patience", "standardize", "device",
+               "random_state", "callbacks", "verbose")
+
+
+@dataclass
+class Batch:
+    """One mini-batch of tasks: task codes, features and their padded crowd answers."""
+
+    idx: np.ndarray
+    x: "torch.Tensor"
+    answers: TaskAnswers
+
+
+class Callback:
+    """Callback protocol: ``on_epoch_end(est, epoch, logs) -> bool``; True stops training.
+
+    ``logs`` holds ``epoch``, ``loss`` (mean training loss), ``val_loss`` (validation crowd
+    criterion, ``nan`` without a validation split) and ``time`` (seconds since fit started).
+    ``on_train_begin(est)`` and ``on_train_end(est)`` are optional.
+    """
+
+    def on_train_begin(self, est) -> None:  # pragma: no cover - protocol default
+        pass
+
+    def on_epoch_end(self, est, epoch: int, logs: dict) -> bool:  # pragma: no cover
+        return False
+
+    def on_train_end(self, est) -> None:  # pragma: no cover
+        pass
+
+
+class ProgressBar(Callback):
+    """Plain-text progress on ``stream`` (stderr): one line per ``every`` epochs."""
+
+    def __init__(self, every: int = 1, stream=None):
+        self.every = every
+        self.stream = stream
+
+    def on_epoch_end(self, est, epoch, logs):
+        if (epoch + 1) % max(1, self.every) == 0:
+            out = self.stream or sys.stderr
+            print(f"[{type(est).__name__}] epoch {epoch + 1}/{est.epochs} loss {logs['loss']:.4f} "
+                  f"val {logs['val_loss']:.4f} ({logs['time']:.1f}s)", file=out, flush=True)
+        return False
+
+
+class CrowdClassifier(ClassifierMixin, BaseEstimator):
+    """Base estimator: train a classifier ``f(x)`` from features and crowd labels.
+
+    Parameters
+    ----------
+    backbone : None, "mlp", "linear" or torch.nn.Module
+        Network ``f(x) -> K logits``; ``None`` is the :class:`~crowdlearn.learning.backbones.MLP`
+        sized by :func:`~crowdlearn.learning.backbones.default_hidden`.  A module is deep-copied.
+    hidden : int or None
+        Hidden width of the default MLP.
+    dropout : float
+        Dropout of the default MLP.
+    epochs : int
+        Maximum number of passes over the training tasks.
+    batch_size : int
+        Tasks per mini-batch.
+    lr, weight_decay : float
+        Optimiser step size and L2 penalty (applied to all parameters).
+    optimizer : {"adam", "adamw", "sgd"}
+    validation_fraction : float in [0, 1)
+        Share of the labelled training tasks held out; training stops when their crowd
+        criterion (``_loss(train=False)``) has not improved for ``patience`` epochs and the best
+        weights are restored.  0 trains for ``epochs`` epochs.  Truth is never used.
+    patience : int
+    standardize : bool
+        Centre and scale features with the training statistics (stored as ``mean_``, ``scale_``).
+    device : str or torch.device
+        ``"cpu"`` by default; ``"cuda"`` / ``"auto"`` honoured.
+    random_state : int or None
+        Seed of the weights, dropout, split and shuffling (``None`` = 0).
+    callbacks : sequence of :class:`Callback`
+    verbose : bool
+        Adds a :class:`ProgressBar` printing every 10 epochs.
+
+    Attributes
+    ----------
+    net_ : torch.nn.Module
+        The trained backbone; ``predict_proba`` uses only it.
+    head_ : torch.nn.Module or None
+        The trained worker model.
+    classes_ : ndarray
+    probas_ : DataFrame (n_tasks, K)
+        Posteriors of the training tasks (method-specific; see ``_task_posterior``).
+    labels_ : Series
+    confusions_ : ndarray (W, K, K)
+        ``[worker, true, answered]``, rows sum to 1 (methods with a confusion model).
+    history_ : list of dict
+        Per-epoch ``loss``, ``val_loss``, ``time``.
+    n_epochs_, best_epoch_ : int
+    """
+
+    _drop_last = False  # methods with batch-level statistics (log-det of F) set True
+
+    def __init__(self, backbone=None, hidden=None, dropout=0.5, epochs=100, batch_size=64, lr=1e-3,
+                 weight_decay=1e-4, optimizer="adam", validation_fraction=0.1, patience=10,
+                 standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+        self.backbone = backbone
+        self.hidden = hidden
+        self.dropout = dropout
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.optimizer = optimizer
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.standardize = standardize
+        self.device = device
+        self.random_state = random_state
+        self.callbacks = callbacks
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ hooks
+    def _build(self, n_features: int, n_classes: int, n_workers: int, data: CrowdLabels):
+        return None
+
+    def _prepare(self, X: "torch.Tensor", data: CrowdLabels, train_idx: np.ndarray) -> None:
+        pass
+
+    def _loss(self, logits, batch: Batch, train: bool = True):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _log_confusions(self):
+        return None
+
+    def _task_posterior(self, logits, batch: Batch):
+        logp = torch.log_softmax(logits, -1)
+        logc = self._log_confusions()
+        if logc is None:
+            return logp.exp()
+        a = batch.answers
+        terms = logc[a.workers, :, a.answers] * a.mask[..., None]  # (B, A, K)
+        return torch.softmax(logp + terms.sum(1), -1)
+
+    def _on_epoch_end(self, epoch: int, logs: dict) -> None:
+        pass
+
+    def _check_params(self) -> None:
+        def pos_int(name):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        pos_int("epochs")
+        pos_int("batch_size")
+        pos_int("patience")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        if not (isinstance(self.validation_fraction, (int, float)) and 0 <= self.validation_fraction < 1):
+            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
+        if self.optimizer not in ("adam", "adamw", "sgd"):
+            raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {self.optimizer!r}")
+
+    # ------------------------------------------------------------------ helpers
+    def _make_optimizer(self, params):
+        if self.optimizer == "adam":
+            return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
+        if self.optimizer == "adamw":
+            return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+        return torch.optim.SGD(params, lr=self.lr, momentum=0.9, weight_decay=self.weight_decay)
+
+    def _to_tensor(self, X: np.ndarray):
+        if self.standardize:
+            X = (X - self.mean_) / self.scale_
+        return torch.as_tensor(X, dtype=torch.float32, device=self.device_)
+
+    def _batch(self, idx: np.ndarray) -> Batch:
+        t = torch.as_tensor(idx, device=self.device_)
+        return Batch(idx, self._X[t], self._answers[t])
+
+    def _split(self, labelled: np.ndarray, rng) -> tuple[np.ndarray, np.ndarray]:
+        n_val = int(round(self.validation_fraction * len(labelled)))
+        if n_val < 1 or len(labelled) - n_val < 2:
+            return labelled, labelled[:0]
+        perm = rng.permutation(labelled)
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+
+    def _modules(self):
+        return [m for m in (self.net_, self.head_) if m is not None]
+
+    def _state(self):
+        return [copy.deepcopy(m.state_dict()) for m in self._modules()]
+
+    def _mean_loss(self, idx: np.ndarray) -> float:
+        for m in self._modules():
+            m.eval()
+        tot, n = 0.0, 0
+        with torch.no_grad():
+            for s in range(0, len(idx), 1024):
+                b = self._batch(idx[s : s + 1024])
+                tot += float(self._loss(self.net_(b.x), b, train=False)) * len(b.idx)
+                n += len(b.idx)
+        return tot / max(n, 1)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, labels: CrowdLabels | None = None, *, task_index=None):
+        """Train on features ``X`` and crowd answers ``labels``; returns ``self``.
+
+        ``fit(labels)`` (a CrowdLabels with features attached) is also accepted; see
+        :func:`~crowdlearn.learning.data.align_features` for how rows are matched to tasks.
+        """
+        if labels is None and isinstance(X, CrowdLabels):
+            X, labels = None, X
+        if not isinstance(labels, CrowdLabels):
+            raise ValueError(f"labels must be a CrowdLabels, got {type(labels).__name__}")
+        if labels.n_labels == 0:
+            raise ValueError("labels holds no answers")
+        if labels.n_classes < 2:
+            raise ValueError(f"need at least 2 classes to learn a classifier, got {labels.n_classes}")
+        self._check_params()
+        X = align_features(X, labels, task_index)
+        data = labels
+        seed = 0 if self.random_state is None else int(self.random_state)
+        self.device_ = resolve_device(self.device)
+        self.mean_ = X.mean(0)
+        sd = X.std(0)
+        self.scale_ = np.where(sd > 1e-12, sd, 1.0)
+        self.n_features_in_ = X.shape[1]
+        self.classes_ = np.asarray(data.classes)
+        self.workers_ = data.workers
+        self.history_ = []
+        callbacks = list(self.callbacks or ())
+        if self.verbose:
+            callbacks.append(ProgressBar(every=10))
+        with torch.random.fork_rng(devices=[]):
+            seed_everything(seed)
+            rng = np.random.default_rng(seed)
+            self._X = self._to_tensor(X)
+            self._answers = TaskAnswers.from_labels(data, self.device_)
+            labelled = np.flatnonzero(np.diff(data.task_ptr) > 0)
+            train_idx, val_idx = self._split(labelled, rng)
+            self.net_ = make_backbone(self.backbone, X.shape[1], data.n_classes, self.hidden,
+                                      self.dropout).to(self.device_)
+            self.head_ = self._build(X.shape[1], data.n_classes, data.n_workers, data)
+            if self.head_ is not None:
+                self.head_ = self.head_.to(self.device_)
+            self._prepare(self._X, data, train_idx)
+            params = [{"params": list(self.net_.parameters())}]
+            if self.head_ is not None:
+                # worker models may learn faster than the backbone (``head_lr``, where offered)
+                head_lr = getattr(self, "head_lr", None)
+                params.append({"params": list(self.head_.parameters()),
+                               **({"lr": float(head_lr)} if head_lr else {})})
+            opt = self._make_optimizer(params)
+            for cb in callbacks:
+                getattr(cb, "on_train_begin", lambda est: None)(self)
+            best, best_state, best_epoch, wait = np.inf, None, 0, 0
+            t0 = time.perf_counter()
+            epoch = -1
+            for epoch in range(self.epochs):
+                for m in self._modules():
+                    m.train()
+                tot, n = 0.0, 0
+                for idx in iterate_minibatches(train_idx, self.batch_size, rng, drop_last=self._drop_last):
+                    b = self._batch(idx)
+                    loss = self._loss(self.net_(b.x), b, train=True)
+                    if not torch.isfinite(loss):  # a diverged batch must not poison the weights
+                        continue
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                    tot += float(loss.detach()) * len(idx)
+                    n += len(idx)
+                val = self._mean_loss(val_idx) if len(val_idx) else float("nan")
+                logs = {"epoch": epoch, "loss": tot / max(n, 1), "val_loss": val,
+                        "time": time.perf_counter() - t0}
+                self.history_.append(logs)
+                self._on_epoch_end(epoch, logs)
+                stop = False
+                if len(val_idx):
+                    if val < best - 1e-6:
+                        best, best_state, best_epoch, wait = val, self._state(), epoch, 0
+                    else:
+                        wait += 1
+                        stop = wait >= self.patience
+                else:
+                    best_epoch = epoch
+                for cb in callbacks:
+                    stop = bool(cb.on_epoch_end(self, epoch, logs)) or stop
+                if stop:
+                    break
+            if best_state is not None:
+                for m, s in zip(self._modules(), best_state):
+                    m.load_state_dict(s)
+            self.n_epochs_ = epoch + 1
+            self.best_epoch_ = best_epoch
+            post = self._posteriors(np.arange(data.n_tasks))
+            for cb in callbacks:
+                getattr(cb, "on_train_end", lambda est: None)(self)
+        post = np.nan_to_num(post, nan=1.0 / data.n_classes)
+        post = np.clip(post, 0.0, None)
+        post /= post.sum(1, keepdims=True)
+        self.probas_ = pd.DataFrame(post, index=data.tasks, columns=data.classes)
+        self.labels_ = pd.Series(self.classes_[post.argmax(1)], index=data.tasks, name="label")
+        self._finalize(data)
+        del self._X, self._answers
+        return self
+
+    def _posteriors(self, idx: np.ndarray) -> np.ndarray:
+        for m in self._modules():
+            m.eval()
+        out = []
+        with torch.no_grad():
+            for s in range(0, len(idx), 1024):
+                b = self._batch(idx[s : s + 1024])
+                out.append(self._task_posterior(self.net_(b.x), b).double().cpu().numpy())
+        return np.concatenate(out)
+
+    def _finalize(self, data: CrowdLabels) -> None:
+        """Set the worker-model attributes after training (default: ``confusions_``)."""
+        if self.head_ is not None:
+            with torch.no_grad():
+                logc = self._log_confusions()
+            if logc is not None:
+                c = logc.exp().double().cpu().numpy()
+                self.confusions_ = c / c.sum(-1, keepdims=True)
+
+    # ------------------------------------------------------------------ predict
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities of the trained classifier ``f(x)``, shape (n_samples, K), rows sum 1."""
+        if not hasattr(self, "net_"):
+            raise ValueError(f"{type(self).__name__} is not fitted yet; call fit first")
+        if isinstance(X, pd.DataFrame):
+            X = X.to_numpy()
+        X = check_features(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        self.net_.eval()
+        with torch.no_grad():
+            p = torch.softmax(self.net_(self._to_tensor(X)), -1).double().cpu().numpy()
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        """Most probable class (in the user's class labels) for each row of ``X``."""
+        p = self.predict_proba(X)  # first: raises the clear "not fitted" error
+        return self.classes_[np.argmax(p, axis=1)]

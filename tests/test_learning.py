@@ -1,0 +1,221 @@
+"""End-to-end learners: shared checks over every registered method, base-API and simulator tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sklearn.base import clone  # noqa: E402
+
+from crowdlearn import simulate_features as sf  # noqa: E402
+from crowdlearn.data import CrowdLabels  # noqa: E402
+from crowdlearn.learning import make_classifier, methods  # noqa: E402
+from crowdlearn.learning.base import Callback, ProgressBar  # noqa: E402
+from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix  # noqa: E402
+from crowdlearn.learning.testing import CHECKS, clusters, confusion_error, planted_confusions  # noqa: E402
+
+# the methods of this module's base (crowdlearn.learning.base); other learners are checked in
+# their own test files with the same CHECKS
+MINE = ["two-stage", "crowd-layer", "conal", "ccem", "geocrowdnet-f", "geocrowdnet-w", "tracereg"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # several processes share two cores: oversubscribed intra-op threads make tiny nets 10x slower
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name", MINE)
+def test_shared_checks(name, check):
+    check(methods()[name]())
+
+
+def test_registry_and_factory():
+    ms = methods()
+    for name in MINE:
+        assert name in ms
+    est = make_classifier("ccem", epochs=3)
+    assert type(est).__name__ == "CCEM" and est.epochs == 3
+    with pytest.raises(ValueError, match="unknown learning method"):
+        make_classifier("nope")
+
+
+def _data(n=150, seed=0):
+    X, y = clusters(n=n, k=3, d=5, seed=seed)
+    labels, _ = sf.annotate(y, planted_confusions(6, 3, seed=seed), 3, seed=seed)
+    return X, y, labels
+
+
+def test_crowd_layer_modes_and_orientation():
+    X, y, labels = _data(300)
+    for mode in ["MW", "VW", "VB", "VW+B"]:
+        m = make_classifier("crowd-layer", mode=mode, epochs=15).fit(X, labels)
+        assert m.confusions_.shape == (6, 3, 3)
+        assert np.allclose(m.confusions_.sum(-1), 1)
+        assert np.mean(m.predict(X) == y) > 0.8, mode
+    with pytest.raises(ValueError, match="mode"):
+        make_classifier("crowd-layer", mode="XX").fit(X, labels)
+    m = make_classifier("conal", epochs=15).fit(X, labels)
+    assert m.common_confusion_.shape == (3, 3) and m.gates_.shape == (6,)
+    assert np.all((m.gates_ > 0) & (m.gates_ < 1)) and np.mean(m.predict(X) == y) > 0.8
+
+
+def test_asymmetric_confusion_orientation():
+    # worker 0 answers class 1 whenever the truth is 0 (and is right otherwise): the recovered
+    # matrix must put that mass at [true 0, answered 1], not at its transpose
+    X, y = clusters(n=600, k=3, d=6, seed=5)
+    conf = np.stack([0.9 * np.eye(3) + 0.1 / 3] * 6)
+    conf[0] = np.eye(3)
+    conf[0, 0] = [0.0, 1.0, 0.0]
+    labels, _ = sf.annotate(y, conf, 4, seed=5)
+    for name in ["ccem", "crowd-layer"]:
+        m = make_classifier(name, epochs=40, patience=40).fit(X, labels)
+        c = m.confusions_[0]
+        # the crowd layer's unnormalised logits move slowly from identity: direction only
+        lo = 0.7 if name == "ccem" else c[1, 0] + 0.15
+        assert c[0, 1] > lo and c[1, 0] < 0.2, (name, np.round(c, 2))
+
+
+def test_two_stage_soft_ds_and_estimator():
+    from crowdlearn.aggregation.dawid_skene import DawidSkene
+
+    X, y, labels = _data(300)
+    for agg in ["ds", DawidSkene()]:
+        m = make_classifier("two-stage", aggregator=agg, soft=True, epochs=20).fit(X, labels)
+        assert m.confusions_.shape == (6, 3, 3)
+        assert np.mean(m.predict(X) == y) > 0.8
+    with pytest.raises(ValueError, match="unknown method"):
+        make_classifier("two-stage", aggregator="nope", epochs=1).fit(X, labels)
+
+
+def test_early_stopping_history_and_callbacks(capsys):
+    X, y, labels = _data()
+
+    class StopAt(Callback):
+        def on_epoch_end(self, est, epoch, logs):
+            self.last = logs
+            return epoch == 4
+
+    cb = StopAt()
+    m = make_classifier("ccem", epochs=50, callbacks=(cb, ProgressBar(every=2))).fit(X, labels)
+    assert m.n_epochs_ == 5 and len(m.history_) == 5
+    assert set(cb.last) >= {"loss", "val_loss", "epoch", "time"}
+    assert "epoch 2/50" in capsys.readouterr().err
+    # patience: validation loss cannot keep improving with a huge learning rate for long
+    m = make_classifier("ccem", epochs=200, patience=2, lr=0.5).fit(X, labels)
+    assert m.n_epochs_ < 200 and m.best_epoch_ <= m.n_epochs_ - 1
+    m = make_classifier("ccem", epochs=3, validation_fraction=0.0).fit(X, labels)
+    assert np.isnan(m.history_[0]["val_loss"]) and m.n_epochs_ == 3
+
+
+def test_feature_alignment():
+    X, y, labels = _data()
+    # a DataFrame indexed by task ids in another order, and labels with features attached
+    df = pd.DataFrame(X, index=labels.tasks)[::-1]
+    a = make_classifier("ccem", epochs=3).fit(df, labels)
+    b = make_classifier("ccem", epochs=3).fit(labels.with_features(X))
+    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))
+    # integer task ids index a larger X
+    sub = labels.subset(tasks=labels.tasks[::2]) if "tasks" in labels.subset.__code__.co_varnames else None
+    if sub is not None:
+        assert np.array_equal(align_features(X, sub), X[np.asarray(sub.tasks)])
+    with pytest.raises(ValueError, match="no row for task"):
+        align_features(X[:10], labels, task_index=np.arange(10))
+    with pytest.raises(ValueError, match="one row per task"):
+        make_classifier("ccem").fit(X[:, :3].T, labels)
+    with pytest.raises(ValueError, match="NaN"):
+        make_classifier("ccem").fit(np.full_like(X, np.nan), labels)
+    with pytest.raises(ValueError, match="no features"):
+        make_classifier("ccem").fit(labels)
+    with pytest.raises(ValueError, match="not fitted"):
+        make_classifier("ccem").predict(X)
+    with pytest.raises(ValueError, match="epochs"):
+        make_classifier("ccem", epochs=0).fit(X, labels)
+
+
+def test_answer_tensors_and_annotation_matrix():
+    labels = CrowdLabels.from_codes(np.array([0, 0, 2]), np.array([1, 0, 1]), np.array([2, 1, 0]),
+                                    n_tasks=3, n_workers=2, n_classes=3)
+    ta = TaskAnswers.from_labels(labels)
+    assert ta.mask.tolist() == [[True, True], [False, False], [True, False]]
+    assert sorted(zip(ta.workers[0].tolist(), ta.answers[0].tolist())) == [(0, 1), (1, 2)]
+    mat = annotation_matrix(labels)
+    assert mat.tolist() == [[1, 2], [-1, -1], [-1, 0]]
+    t, w, l = annotation_matrix(labels, limit=1)
+    assert len(t) == 3
+    # a task without answers still gets a posterior row
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    m = make_classifier("ccem", epochs=2, validation_fraction=0).fit(X, labels)
+    assert m.probas_.shape == (3, 3)
+
+
+def test_clone_with_module_backbone():
+    X, y, labels = _data()
+    net = torch.nn.Sequential(torch.nn.Linear(5, 3))
+    est = make_classifier("crowd-layer", backbone=net, epochs=2)
+    c = clone(est)
+    c.fit(X, labels)
+    # the user's module is never trained in place
+    assert torch.equal(net[0].weight, est.backbone[0].weight)
+    assert not torch.equal(net[0].weight, c.net_[0].weight)
+
+
+# ---------------------------------------------------------------- simulate_features
+def test_annotate_recovers_planted_frequencies():
+    y = np.arange(3000) % 3
+    conf = planted_confusions(4, 3, seed=1)
+    labels, planted = sf.annotate(y, conf, 4, seed=1)
+    assert labels.n_labels == 12000 and np.array_equal(labels.truth, y)
+    emp = np.zeros_like(conf)
+    np.add.at(emp, (labels.worker, y[labels.task], labels.label), 1)
+    emp /= emp.sum(-1, keepdims=True)
+    assert confusion_error(emp, conf) < 0.08
+    a, _ = sf.annotate(y, conf, 2, seed=3)
+    b, _ = sf.annotate(y, conf, 2, seed=3)
+    assert np.array_equal(a.label, b.label) and np.array_equal(a.worker, b.worker)
+
+
+def test_maxmig_structures():
+    y = np.arange(2000) % 2
+    for expertise in ["high", "low"]:
+        ind, _ = sf.maxmig_structures(y, "independent", expertise, seed=0)
+        nm, p = sf.maxmig_structures(y, "naive_majority", expertise, seed=0)
+        co, q = sf.maxmig_structures(y, "correlated", expertise, seed=0)
+        mv = lambda d: np.mean(d.vote_counts().argmax(1) == y)  # noqa: E731
+        assert mv(nm) < 0.6 < mv(ind)  # juniors answering 0 sink majority vote
+        assert (p["kind"] == "junior").sum() > 0 and (q["copies"] >= 0).sum() > 0
+        w = co.to_wide().to_numpy()
+        j = np.flatnonzero(q["copies"] == 0)[0]
+        assert np.array_equal(w[:, j], w[:, 0])  # a correlated junior copies senior 0
+    d, _ = sf.maxmig_structures(np.arange(300) % 4, "independent", "low")
+    assert d.n_classes == 4
+    with pytest.raises(ValueError, match="structure"):
+        sf.maxmig_structures(y, "bad")
+
+
+def test_hammer_spammer_sparse_and_outliers():
+    X, y = clusters(n=600, k=3, d=4, seed=0)
+    hs, p = sf.hammer_spammer(y, n_workers=10, hammer_fraction=0.3, X=X, seed=0)
+    good = p["hammer"][hs.worker]
+    assert np.all(hs.label[good] == y[hs.task[good]])
+    assert abs(np.mean(hs.label[~good] == y[hs.task[~good]]) - 1 / 3) < 0.06
+    sp, q = sf.sparse_regular(y[:400] % 2, l=3, r=4, extreme_spammers=0.2, seed=0)
+    assert sp.n_workers == 300
+    assert np.all(sp.labels_per_task() == 3) and np.all(sp.labels_per_worker() == 4)
+    assert abs(q["spammer"].mean() - 0.2) < 0.01
+    out, o = sf.instance_outliers(y, X, outlier_fraction=0.1, seed=0)
+    mask = o["outlier"]
+    assert mask.sum() == 60
+    wrong = (out.vote_counts().argmax(1) != y)
+    assert wrong[mask].mean() > 0.8 and wrong[~mask].mean() < 0.15
+    with pytest.raises(ValueError, match="features X"):
+        sf.instance_outliers(y, None)
+    with pytest.raises(ValueError, match="divisible"):
+        sf.sparse_regular(y[:401] % 2, l=3, r=4)
