@@ -10,9 +10,11 @@ def _available():
     out = []
     for name in REGISTRY:
         try:
-            get_method(name)
+            cls = get_method(name)
         except ImportError:
             continue
+        if getattr(cls, "_requires_features", False):
+            continue  # toy crowds carry no features; covered by a features variant (tests/test_mmlc.py)
         out.append(name)
     return out
 

@@ -37,6 +37,8 @@ REGISTRY: dict[str, str] = {
     "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
     "eigenratio": "crowdlearn.aggregation.eigenratio:EigenRatio",
     "auto": "crowdlearn.aggregation.auto:AutoAggregator",
+    "mmlc-owf": "crowdlearn.mmlc.oracle:MMLCOracle",
+    "mmlc-df": "crowdlearn.mmlc.fill:MMLCFill",
 }
 
 

@@ -1,0 +1,136 @@
+"""MMLC-df: fill sparse crowd data with MMLC predictions, then aggregate (Han et al., AAAI 2025).
+
+For a threshold b, every *dense* worker (more than b answers) gets a label on every task: the
+real answer where there is one, otherwise the MMLC prediction for that worker,
+``argmax_k P(y = k | x_i, g(w))`` (the worker's own projection).  Answers of sparse workers are
+kept unchanged.  Any registered aggregator then runs on the filled matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from ..aggregation.base import BaseAggregator
+from ..benchmarking import gold_accuracy
+from ..data import CrowdLabels, as_crowd_labels
+from ..registry import get_method
+from .oracle import _check_features, _make_model
+
+__all__ = ["MMLCFill", "fill_labels", "sweep_density"]
+
+
+def fill_labels(model, data: CrowdLabels, b: int = 0) -> CrowdLabels:
+    """``data`` plus predicted answers of the workers with more than ``b`` answers.
+
+    ``model`` is an MMLC fitted on ``data`` (same task/worker ids).  Real answers are never
+    replaced; the result has the same tasks, workers, classes, truth and features.
+    """
+    _check_features(data, "data filling")
+    if b < 0:
+        raise ValueError(f"b must be >= 0, got {b}")
+    w_map = model.workers_.get_indexer(data.workers)
+    per_worker = np.bincount(data.worker, minlength=data.n_workers)
+    dense = np.flatnonzero((per_worker > b) & (w_map >= 0))
+    answered = np.zeros((data.n_tasks, data.n_workers), dtype=bool)
+    answered[data.task, data.worker] = True
+    tasks, workers, labels = [data.task], [data.worker], [data.label]
+    proj = model.worker_projections_.to_numpy()
+    cls_map = data.classes.get_indexer(model.classes_)  # model class code -> data class code
+    for w in dense:
+        missing = np.flatnonzero(~answered[:, w])
+        if missing.size == 0:
+            continue
+        pred = model.predict_proba(data.features[missing], proj[w_map[w]]).argmax(1)
+        tasks.append(missing.astype(np.int32))
+        workers.append(np.full(missing.size, w, dtype=np.int32))
+        labels.append(cls_map[pred].astype(np.int32))
+    return CrowdLabels.from_codes(
+        np.concatenate(tasks), np.concatenate(workers), np.concatenate(labels),
+        tasks=data.tasks, workers=data.workers, classes=data.classes,
+        truth=data.truth, features=data.features,
+    )
+
+
+def _base_estimator(base: Any, random_state) -> BaseAggregator:
+    est = get_method(base)() if isinstance(base, str) else clone(base)
+    if not hasattr(est, "fit") or not hasattr(est, "get_params"):
+        raise ValueError(f"base must be a registered method name or an aggregator, got {base!r}")
+    if random_state is not None and "random_state" in est.get_params():
+        est.set_params(random_state=random_state)
+    return est
+
+
+class MMLCFill(BaseAggregator):
+    """MMLC-df: aggregate crowd labels densified with MMLC's per-worker predictions.
+
+    Parameters
+    ----------
+    base : str or aggregator
+        The aggregator run on the filled data (any registered name, default ``"ds"``).
+    b : int
+        Density threshold: workers with more than ``b`` answers are filled (0 = all).
+    model : MMLC or dict, optional
+        Network configuration: an MMLC (cloned) or a dict of MMLC keyword arguments.
+    random_state : int
+        Seed of the network and of the base aggregator.
+
+    Attributes
+    ----------
+    model_, base_ : the fitted MMLC and base aggregator
+    filled_ : CrowdLabels
+        The filled data the base aggregator saw.
+    """
+
+    _requires_features = True
+    _invariance_atol = None
+
+    def __init__(self, base="ds", b=0, model=None, random_state=0):
+        self.base = base
+        self.b = b
+        self.model = model
+        self.random_state = random_state
+
+    def _check_data(self, data: CrowdLabels) -> None:
+        super()._check_data(data)
+        _check_features(data, "mmlc-df")
+        if isinstance(self.base, str) and self.base in ("mmlc-df", "mmlc-owf"):
+            raise ValueError(f"base must be a label-only aggregator, got {self.base!r}")
+        if not (isinstance(self.b, (int, np.integer)) and self.b >= 0):
+            raise ValueError(f"b must be a non-negative integer, got {self.b!r}")
+
+    def _fit(self, data, gold, init):
+        self.model_ = _make_model(self.model, self.random_state).fit(data)
+        self.filled_ = fill_labels(self.model_, data, int(self.b))
+        self.base_ = _base_estimator(self.base, self.random_state)
+        self.base_.fit(self.filled_, gold=gold)
+        # every task of ``data`` is a task of ``filled_`` (same index), so this is a plain copy
+        return np.array(self.base_.probas_.reindex(index=data.tasks, columns=data.classes).to_numpy(), dtype=np.float64)
+
+
+def sweep_density(labels: Any, bs, base: Any = "ds", model=None, random_state: int = 0) -> pd.DataFrame:
+    """Accuracy of ``base`` on data filled at each threshold in ``bs`` (one MMLC fit).
+
+    Returns a table with columns ``b, dense_workers, n_labels, density, accuracy`` and a first
+    row ``b = None`` for the unfilled data.  ``density`` = answers / (tasks x workers);
+    ``accuracy`` is against the labels' gold (NaN without gold).
+    """
+    data = as_crowd_labels(labels)
+    _check_features(data, "sweep_density")
+    mdl = _make_model(model, random_state).fit(data)
+    per_worker = np.bincount(data.worker, minlength=data.n_workers)
+    rows = []
+    for b in [None, *list(bs)]:
+        filled = data if b is None else fill_labels(mdl, data, int(b))
+        est = _base_estimator(base, random_state).fit(filled)
+        rows.append({
+            "b": b,
+            "dense_workers": 0 if b is None else int(np.sum(per_worker > b)),
+            "n_labels": filled.n_labels,
+            "density": filled.n_labels / (data.n_tasks * data.n_workers),
+            "accuracy": gold_accuracy(est.labels_, data),
+        })
+    return pd.DataFrame(rows)

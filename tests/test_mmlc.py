@@ -1,0 +1,238 @@
+"""MMLC: oracle estimators, the network, MMLC-owf and MMLC-df."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn.data import CrowdLabels
+from crowdlearn.mmlc.oracle_estimators import (
+    ESTIMATORS, bandwidths, estimate_oracle, kde_mode_1d, kde_mode_multivariate,
+)
+
+torch = pytest.importorskip("torch")
+
+from crowdlearn.mmlc import MMLC, MMLCFill, MMLCOracle  # noqa: E402
+from crowdlearn.mmlc.fill import fill_labels, sweep_density  # noqa: E402
+from crowdlearn.mmlc.worker_space import plot_worker_space, worker_space  # noqa: E402
+
+SMALL = dict(n_experts=4, expert_hidden=(16,), expert_out=8, tower_hidden=(8,), epochs=40, batch_size=64, lr=1e-2)
+
+
+def _attach_features(data: CrowdLabels, seed: int = 0, noise: float = 0.5) -> CrowdLabels:
+    """Features that reveal the truth up to Gaussian noise (class centroids 3 apart)."""
+    rng = np.random.default_rng(seed)
+    centres = 3.0 * np.eye(data.n_classes, 6)
+    return data.with_features(centres[data.truth] + noise * rng.standard_normal((data.n_tasks, 6)))
+
+
+def _crowd(accs, n_tasks=150, k=3, per_task=None, seed=0):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_tasks)
+    W = len(accs)
+    rows = []
+    for t in range(n_tasks):
+        ws = range(W) if per_task is None else rng.choice(W, per_task, replace=False)
+        for w in ws:
+            lab = truth[t] if rng.random() < accs[w] else (truth[t] + rng.integers(1, k)) % k
+            rows.append((f"t{t}", f"w{w}", f"c{lab}"))
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    gold = pd.Series([f"c{c}" for c in truth], index=[f"t{t}" for t in range(n_tasks)])
+    data = CrowdLabels.from_frame(df, classes=[f"c{c}" for c in range(k)], truth=gold)
+    return _attach_features(data, seed)
+
+
+# ----------------------------------------------------------- oracle estimators
+def _cloud(seed=0, mode=(0.7, 0.2, 0.4)):
+    """60 points in a tight cluster at ``mode`` plus 40 diffuse points skewed away from it."""
+    rng = np.random.default_rng(seed)
+    dense = np.asarray(mode) + 0.02 * rng.standard_normal((60, 3))
+    diffuse = rng.uniform(0.0, 1.0, (40, 3)) ** 0.3  # mass pushed towards 1: the mean is biased
+    return np.vstack([dense, diffuse]), np.asarray(mode)
+
+
+@pytest.mark.parametrize("method", ["kde", "kde-multivariate", "weighted-kde", "weighted-kde-multivariate"])
+@pytest.mark.parametrize("bw", ["scott", "silverman"])
+def test_kde_estimators_find_the_dense_mode(method, bw):
+    pts, mode = _cloud()
+    o = estimate_oracle(pts, method, weights=np.ones(len(pts)), bandwidth=bw)
+    assert np.max(np.abs(o - mode)) < 0.04, (method, bw, o)
+    # the mean is pulled towards the diffuse mass: the test can tell the estimators apart
+    assert np.max(np.abs(pts.mean(0) - mode)) > 0.1
+
+
+def test_mean_median_and_weights():
+    pts = np.array([[0.0], [1.0], [2.0], [10.0]])
+    assert estimate_oracle(pts, "mean")[0] == pytest.approx(3.25)
+    assert estimate_oracle(pts, "median")[0] == pytest.approx(1.5)
+    w = np.array([1, 1, 1, 7.0])
+    assert estimate_oracle(pts, "weighted-mean", weights=w)[0] == pytest.approx(7.3)
+    assert estimate_oracle(pts, "weighted-median", weights=w)[0] > 2.0
+    # unweighted methods ignore weights
+    assert estimate_oracle(pts, "mean", weights=w)[0] == pytest.approx(3.25)
+    # heavy weight on a far point moves the weighted KDE mode there
+    pts2 = np.r_[0.5 + 0.01 * np.arange(10), [5.0]][:, None]
+    assert kde_mode_1d(pts2[:, 0]) == pytest.approx(0.545, abs=0.05)
+    assert kde_mode_1d(pts2[:, 0], weights=np.r_[np.ones(10), 100.0], bandwidth=0.1) == pytest.approx(5.0, abs=0.05)
+
+
+def test_bandwidth_rules_and_degenerate_points():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((400, 2))
+    h = bandwidths(x, rule="scott")
+    assert np.allclose(h, x.std(0) * 400 ** -0.2)
+    assert np.all(bandwidths(x, rule="silverman") < h)
+    assert np.allclose(bandwidths(x, rule=0.3), 0.3)
+    const = np.full((5, 2), 0.25)
+    for m in ESTIMATORS:
+        assert np.allclose(estimate_oracle(const, m, weights=np.arange(1, 6)), 0.25)
+    assert np.allclose(kde_mode_multivariate(const), 0.25)
+
+
+@pytest.mark.parametrize("bad", [
+    dict(method="nope"), dict(bandwidth="wide"), dict(bandwidth=-1.0), dict(weights=[1, 2]),
+])
+def test_estimator_bad_input(bad):
+    pts = np.random.default_rng(0).random((6, 2))
+    with pytest.raises(ValueError):
+        estimate_oracle(pts, **{"method": "kde", **bad})
+    with pytest.raises(ValueError):
+        estimate_oracle(np.array([[np.nan, 1.0]]), "mean")
+
+
+# ---------------------------------------------------------------- the network
+def test_mmlc_learns_workers_and_is_deterministic():
+    data = _crowd([1.0, 1.0, 0.9, 0.5, 0.4], n_tasks=90)
+    a = MMLC(**SMALL, random_state=3).fit(data)
+    b = MMLC(**SMALL, random_state=3).fit(data)
+    pa = a.predict_proba(data.features, a.worker_projections_.iloc[0].to_numpy())
+    pb = b.predict_proba(data, "w0")
+    np.testing.assert_array_equal(pa, pb)
+    assert a.worker_projections_.shape == (5, 4)
+    np.testing.assert_allclose(a.worker_projections_.sum(axis=1), 1.0, atol=1e-5)  # softmax gate
+    np.testing.assert_allclose(pa.sum(1), 1.0, atol=1e-9)
+    # worker w0 is perfect: its predicted answers are the truth
+    assert np.mean(a.predict_worker(data.features, "w0") == data.truth) > 0.95
+    assert a.history_[-1] < a.history_[0]
+    c = MMLC(**SMALL, random_state=4).fit(data)
+    assert not np.array_equal(c.worker_projections_.to_numpy(), a.worker_projections_.to_numpy())
+
+
+def test_mmlc_fit_X_labels_presets_and_errors():
+    data = _crowd([0.9] * 4, n_tasks=60)
+    X = pd.DataFrame(data.features, index=data.tasks).iloc[::-1]  # any row order, aligned by id
+    m = MMLC(**{**SMALL, "gate": "relu", "epochs": 5}).fit(X, data.with_features(None))
+    m2 = MMLC(**{**SMALL, "gate": "relu", "epochs": 5}).fit(data)
+    np.testing.assert_allclose(m.worker_projections_, m2.worker_projections_, atol=1e-6)
+    assert MMLC.preset("music").n_experts == 10 and MMLC.preset("music").gate == "relu"
+    assert MMLC.preset("LabelMe", epochs=3).n_experts == 16
+    with pytest.raises(ValueError, match="preset"):
+        MMLC.preset("cifar")
+    with pytest.raises(ValueError, match="features"):
+        MMLC().fit(data.with_features(None))
+    with pytest.raises(ValueError, match="gate"):
+        MMLC(gate="tanh").fit(data)
+    with pytest.raises(ValueError, match="projection"):
+        m.predict_proba(data.features, np.ones(3))
+    # data-driven default sizes
+    s = MMLC()._sizes(_crowd([0.9] * 44, n_tasks=5), 124)
+    assert s["E"] == 10
+
+
+# ------------------------------------------------------------------- MMLC-owf
+def test_perfect_workers_give_near_perfect_oracle():
+    data = _crowd([1.0] * 6, per_task=3, seed=2)
+    est = MMLCOracle(model=MMLC(**SMALL)).fit(data)
+    assert np.mean(est.label_codes_ == data.truth) > 0.97
+    assert est.oracle_.shape == (4,) and est.oracle_.sum() == pytest.approx(1.0)
+
+
+def test_oracle_beats_majority_on_a_noisy_crowd():
+    from crowdlearn.aggregation.voting import MajorityVote
+
+    data = _crowd([0.9, 0.85, 0.8, 0.75, 0.7, 0.4, 0.35], per_task=3, n_tasks=240, seed=5)
+    mv = MajorityVote().fit(data)
+    est = MMLCOracle(model=MMLC(**{**SMALL, "epochs": 60})).fit(data)
+    acc_mv = np.mean(mv.label_codes_ == data.truth)
+    acc = np.mean(est.label_codes_ == data.truth)
+    assert acc > acc_mv + 0.05, (acc, acc_mv)
+    # other estimators without refitting the network
+    for m in ("mean", "median", "kde-multivariate"):
+        assert np.mean(est.predict_oracle(data.features, m).argmax(1) == data.truth) > acc_mv
+
+
+def test_oracle_requires_features_with_clear_error():
+    data = _crowd([0.9] * 3, n_tasks=20).with_features(None)
+    with pytest.raises(ValueError, match="features"):
+        MMLCOracle().fit(data)
+    with pytest.raises(ValueError, match="estimator"):
+        MMLCOracle(estimator="mode").fit(_crowd([0.9] * 3, n_tasks=20))
+
+
+def test_conformance_checks_with_features(monkeypatch):
+    """The shared CHECKS on toy crowds that carry features (the default toy crowd has none).
+
+    ``check_relabel_invariance`` and ``check_degenerate_inputs`` rebuild their data from
+    frames/records, which drops features; they are covered by the tests above instead.
+    """
+    from crowdlearn import testing
+
+    original = testing.toy_crowd
+    monkeypatch.setattr(testing, "toy_crowd", lambda *a, **k: _attach_features(original(*a, **k)))
+    skip = {"check_relabel_invariance", "check_degenerate_inputs"}
+    for est in (MMLCOracle(model={**SMALL, "epochs": 15}),
+                MMLCFill(base="mv", model={**SMALL, "epochs": 15})):
+        for check in testing.CHECKS:
+            if check.__name__ not in skip:
+                check(est)
+
+
+# -------------------------------------------------------------------- MMLC-df
+def test_fill_keeps_real_answers_and_every_task():
+    data = _crowd([0.9, 0.8, 0.7, 0.6, 0.9], per_task=2, n_tasks=80, seed=7)
+    # one task with features but no answers, and one sparse worker
+    extra = CrowdLabels.from_frame(
+        pd.concat([data.to_frame(), pd.DataFrame({"task": ["t0"], "worker": ["rare"], "label": ["c0"]})]),
+        classes=data.classes, truth=data.truth_series(), all_tasks=list(data.tasks) + ["lonely"],
+    )
+    feats = np.vstack([data.features, np.zeros((1, 6))])
+    extra = extra.with_features(pd.DataFrame(feats, index=list(data.tasks) + ["lonely"]))
+    m = MMLC(**SMALL).fit(extra)
+    filled = fill_labels(m, extra, b=1)
+    real = set(zip(extra.task, extra.worker, extra.label))
+    got = set(zip(filled.task, filled.worker, filled.label))
+    assert real <= got
+    pairs = pd.Series(1, index=pd.MultiIndex.from_arrays([filled.task, filled.worker]))
+    assert not pairs.index.duplicated().any()
+    rare = extra.workers.get_loc("rare")
+    assert np.sum(filled.worker == rare) == 1  # sparse worker not filled
+    assert filled.n_labels == len(real) + (extra.n_workers - 1) * extra.n_tasks - np.sum(extra.worker != rare)
+    est = MMLCFill(base="ds", b=1, model=MMLC(**SMALL)).fit(extra)
+    assert list(est.labels_.index) == list(extra.tasks)
+    assert np.isfinite(est.probas_.to_numpy()).all()
+    table = sweep_density(extra, [0, 5, 1000], base="mv", model=MMLC(**SMALL))
+    assert list(table["b"].iloc[1:]) == [0, 5, 1000]
+    assert table["density"].iloc[1] > table["density"].iloc[0]
+    assert table["n_labels"].iloc[-1] == extra.n_labels  # nobody has > 1000 answers
+
+
+def test_worker_space_table_and_plot():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    data = _crowd([1.0, 0.8, 0.5], n_tasks=40)
+    est = MMLCOracle(model=MMLC(**{**SMALL, "epochs": 5})).fit(data)
+    table = worker_space(est, data)
+    assert list(table.index[-1:]) == ["<oracle>"] and table.shape[0] == 4
+    assert table.loc["w0", "accuracy"] == pytest.approx(1.0)
+    ax = plot_worker_space(est, data)
+    assert len(ax.collections) == 2
+
+
+@pytest.mark.slow
+def test_music_oracle_accuracy():
+    from conftest import SHARED_DATA
+    from crowdlearn.io import load_folder
+
+    d = load_folder(SHARED_DATA / "music", with_features=True)
+    d = d.subset(d.tasks[d.labels_per_task() > 0])
+    est = MMLCOracle().fit(d)
+    assert np.mean(est.label_codes_ == d.truth) > 0.75
