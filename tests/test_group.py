@@ -1,6 +1,7 @@
 """GroupAwareDawidSkene: dependent workers sharing a hidden group label."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import crowdlearn as cl
@@ -46,8 +47,23 @@ def test_reduces_to_dawid_skene_for_independent_workers():
     data = simulate.dawid_skene(2000, 20, 3, seed=0)
     gds = cl.GroupAwareDawidSkene().fit(data)
     assert gds.groups_.nunique() == data.n_workers
-    ds = cl.DawidSkene(alpha=1.0, diag_alpha=0.0).fit(data)
-    np.testing.assert_allclose(gds.probas_.to_numpy(), ds.probas_.to_numpy(), atol=1e-3)
+    ds = cl.DawidSkene().fit(data)
+    np.testing.assert_allclose(gds.probas_.to_numpy(), ds.probas_.to_numpy(), atol=1e-9)
+
+
+def test_lone_workers_with_repeated_answers_are_exactly_dawid_skene():
+    # repeated (task, worker) answers, some conflicting: each is a separate read, as in DS,
+    # and nothing becomes impossible (this produced NaN on duchenne and zencrowd before)
+    data = simulate.dawid_skene(400, 10, 4, labels_per_task=4, seed=3)
+    frame = data.to_frame()
+    repeats = frame.sample(300, random_state=0).assign(label=lambda f: np.roll(f["label"].to_numpy(), 1))
+    both = cl.CrowdLabels.from_frame(pd.concat([frame, repeats], ignore_index=True))
+    alone = pd.Series(range(both.n_workers), index=both.workers)
+    with np.errstate(invalid="raise"):  # NaN from inf - inf raises
+        gds = cl.GroupAwareDawidSkene(groups=alone, max_iter=30, tol=0).fit(both)
+    ds = cl.DawidSkene(max_iter=30, tol=0).fit(both)
+    np.testing.assert_allclose(gds.probas_.to_numpy(), ds.probas_.to_numpy(), atol=1e-9)
+    np.testing.assert_allclose(gds.confusions_, ds.confusions_, atol=1e-9)
 
 
 def test_given_groups_and_orientation():

@@ -54,6 +54,7 @@ from scipy.special import logsumexp
 
 from ..data import CrowdLabels
 from .base import BaseAggregator
+from .voting import vote_fractions
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
 
@@ -101,8 +102,9 @@ class GroupAwareDawidSkene(BaseAggregator):
         Link threshold of the group estimation (robust z-score of excess agreement).
     max_iter, tol : EM stopping rule (``tol`` on the log-likelihood change per answer).
     alpha, diag_alpha, prior_alpha : float
-        Dirichlet pseudo-counts (all confusion cells, diagonal of the member fidelities, class
-        prior).
+        Dirichlet pseudo-counts: every cell and the diagonal of the group confusions and of the
+        member fidelities, and the class prior. The defaults are :class:`DawidSkene`'s, so
+        that with every worker alone in its group the model *is* Dawid-Skene.
     random_state : int
         Tie-breaking seed.
 
@@ -123,7 +125,7 @@ class GroupAwareDawidSkene(BaseAggregator):
         z_threshold: float = 4.0,
         max_iter: int = 100,
         tol: float = 1e-7,
-        alpha: float = 1.0,
+        alpha: float = 0.0,
         diag_alpha: float = 1.0,
         prior_alpha: float = 1.0,
         random_state: int | None = 0,
@@ -161,9 +163,14 @@ class GroupAwareDawidSkene(BaseAggregator):
         alone = size[gcode] == 1  # per worker
         # units = (task, group) pairs with at least one answer
         key = data.task.astype(np.int64) * n_g + gcode[data.worker]
-        ukey, unit = np.unique(key, return_inverse=True)
-        u_task, u_group = np.divmod(ukey, n_g)
-        n_u = len(ukey)
+        # ... except that every answer of a lone worker is its own unit: a worker who answers a
+        # task twice gives two reads, as in Dawid-Skene (with every worker alone the model is
+        # exactly DawidSkene, repeated answers included)
+        solo = alone[data.worker]
+        key[solo] = np.int64(data.n_tasks) * n_g + np.flatnonzero(solo)
+        _, first, unit = np.unique(key, return_index=True, return_inverse=True)
+        u_task, u_group = data.task[first].astype(np.int64), gcode[data.worker[first]]
+        n_u = len(first)
         need = 8.0 * (n_u + n_w) * k * k
         if need > 1e9:
             raise ValueError(
@@ -178,9 +185,7 @@ class GroupAwareDawidSkene(BaseAggregator):
         if init is not None:
             post = init.copy()
         else:
-            votes = data.vote_counts().astype(np.float64)
-            post = votes + 1e-9
-            post /= post.sum(axis=1, keepdims=True)
+            post = vote_fractions(data)  # DawidSkene's start
         if gold is not None:
             known = gold >= 0
             post[known] = 0.0
@@ -196,7 +201,7 @@ class GroupAwareDawidSkene(BaseAggregator):
         self.converged_ = False
         for _ in range(self.max_iter):
             # ---- M-step
-            gam = np.full((n_g, k, k), self.alpha)
+            gam = np.full((n_g, k, k), self.alpha) + self.diag_alpha * eye  # as DawidSkene's
             np.add.at(gam, u_group, joint)
             gam /= gam.sum(axis=2, keepdims=True)
             zmarg = joint.sum(axis=1)  # (U, K) over b
@@ -207,16 +212,13 @@ class GroupAwareDawidSkene(BaseAggregator):
             prior = post.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
             # ---- E-step
-            with np.errstate(divide="ignore"):
-                log_fid = np.log(fid)
-            ans = log_fid[data.worker, :, data.label]  # (n_labels, K over b)
-            ans = np.where(np.isneginf(ans), -np.inf, ans)
-            lz = np.zeros((n_u, k))
-            finite = np.isfinite(ans)
-            # sums of -inf stay -inf: add finite parts by a sparse product, mark impossible b
-            lz = gather @ np.where(finite, ans, 0.0)
-            impossible = (gather @ (~finite).astype(np.float64)) > 0
-            lz[impossible] = -np.inf
+            # Floored, not -inf: a worker alone in its group copies the group label exactly
+            # (identity fidelity), yet may answer one task twice with different labels
+            # (duchenne, zencrowd, trec2010 have such repeats). With the floor each of those
+            # answers is equally "a slip" (the unit's terms shift by a constant that cancels
+            # in the posterior) instead of making every group label impossible (NaN).
+            log_fid = np.log(np.maximum(fid, _TINY))
+            lz = gather @ log_fid[data.worker, :, data.label]  # (U, K over b)
             log_gam = np.log(np.maximum(gam, _TINY))
             terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b)
             msg = logsumexp(terms, axis=2)  # (U, c)
