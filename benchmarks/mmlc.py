@@ -27,7 +27,7 @@ from crowdlearn.mmlc.fill import fill_labels
 from crowdlearn.mmlc.oracle import MMLCOracle
 from crowdlearn.registry import REGISTRY, get_method
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
 ESTIMATORS = ["kde", "kde-multivariate", "mean", "median", "weighted-kde", "weighted-mean"]
 BASES = ["mv", "ds", "onecoin", "glad", "zbs", "spectral-ds", "multispa-ds", "multispa-kl"]
 
