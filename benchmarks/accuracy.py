@@ -26,25 +26,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crowdlearn.benchmarking import run_methods
+from crowdlearn.benchmarking import categorical_datasets, run_methods
 from crowdlearn.io import load_folder
 from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 CK_PYTHON = HERE / ".venv-crowdkit" / "bin" / "python"
-
-
-def categorical(root: Path) -> list[str]:
-    """Dataset folders whose SOURCE.md does not declare numeric labels."""
-    out = []
-    for d in sorted(root.iterdir()):
-        src = d / "SOURCE.md"
-        if (d / "labels.csv").exists() and (d / "truth.csv").exists():
-            if src.exists() and "kind: numeric" in src.read_text():
-                continue
-            out.append(d.name)
-    return out
 
 
 def crowdkit_results(root: Path, names: list[str]) -> dict:
@@ -65,7 +53,7 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+")
     p.add_argument("--no-crowdkit", action="store_true")
     args = p.parse_args(argv)
-    names = args.datasets or categorical(args.data_root)
+    names = args.datasets or categorical_datasets(args.data_root)
     data = {n: load_folder(args.data_root / n) for n in names}
     long = run_methods(data, args.methods or list(methods()))
     acc = long.pivot(index="method", columns="dataset", values="accuracy").reindex(

@@ -21,25 +21,13 @@ import numpy as np
 
 import crowdlearn as cl
 from crowdlearn import simulate
-from crowdlearn.benchmarking import gold_accuracy
+from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
 from crowdlearn.io import load_folder
 from crowdlearn.robust import detect_adversaries, detect_spammers
 from crowdlearn.simulate import WorkerSpec
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-
-
-def categorical(root: Path) -> list[str]:
-    """Dataset folders with gold whose SOURCE.md does not declare numeric labels."""
-    out = []
-    for d in sorted(root.iterdir()):
-        src = d / "SOURCE.md"
-        if (d / "labels.csv").exists() and (d / "truth.csv").exists():
-            if src.exists() and "kind: numeric" in src.read_text():
-                continue
-            out.append(d.name)
-    return out
 
 
 def ms(x) -> str:
@@ -70,7 +58,7 @@ def real_table(root: Path) -> None:
     print("### MV / DS with and without spammer filtering (gold accuracy)\n")
     print("| dataset | tasks | workers | flagged | answers removed | MV | MV filtered | DS | DS filtered |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for name in categorical(root):
+    for name in categorical_datasets(root):
         data = load_folder(root / name)
         row = [name, str(data.n_tasks), str(data.n_workers)]
         try:

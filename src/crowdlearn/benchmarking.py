@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -11,7 +12,20 @@ import pandas as pd
 from .data import CrowdLabels
 from .registry import get_method, methods
 
-__all__ = ["gold_accuracy", "run_methods"]
+__all__ = ["gold_accuracy", "run_methods", "categorical_datasets"]
+
+
+def categorical_datasets(root: str | Path) -> list[str]:
+    """Names of the dataset folders below ``root`` (format of ../shared/data) with labels and
+    gold whose SOURCE.md does not declare numeric labels, sorted."""
+    out = []
+    for d in sorted(Path(root).iterdir()):
+        src = d / "SOURCE.md"
+        if (d / "labels.csv").exists() and (d / "truth.csv").exists():
+            if src.exists() and "kind: numeric" in src.read_text():
+                continue
+            out.append(d.name)
+    return out
 
 
 def gold_accuracy(labels_: pd.Series, data: CrowdLabels) -> float:
