@@ -181,6 +181,12 @@ class GroupAwareDawidSkene(BaseAggregator):
             (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
         )
         to_task = sp.csr_matrix((np.ones(n_u), (u_task, np.arange(n_u))), shape=(data.n_tasks, n_u))
+        # sparse sums for the M-step (np.add.at is ~10x slower at 10^6 answers)
+        to_group = sp.csr_matrix((np.ones(n_u), (u_group, np.arange(n_u))), shape=(n_g, n_u))
+        to_cell = sp.csr_matrix(  # answer -> (worker, answered) row
+            (np.ones(data.n_labels), (data.worker.astype(np.int64) * k + data.label, np.arange(data.n_labels))),
+            shape=(n_w * k, data.n_labels),
+        )
 
         if init is not None:
             post = init.copy()
@@ -202,11 +208,12 @@ class GroupAwareDawidSkene(BaseAggregator):
         for _ in range(self.max_iter):
             # ---- M-step
             gam = np.full((n_g, k, k), self.alpha) + self.diag_alpha * eye  # as DawidSkene's
-            np.add.at(gam, u_group, joint)
+            gam += (to_group @ joint.reshape(n_u, k * k)).reshape(n_g, k, k)
             gam /= gam.sum(axis=2, keepdims=True)
             zmarg = joint.sum(axis=1)  # (U, K) over b
             fid = np.full((n_w, k, k), self.alpha) + self.diag_alpha * eye
-            np.add.at(fid, (data.worker, slice(None), data.label), zmarg[unit])
+            # fid[w, b, a] += zmarg[unit of the answer, b] for every answer (w, a)
+            fid += (to_cell @ zmarg[unit]).reshape(n_w, k, k).transpose(0, 2, 1)
             fid /= fid.sum(axis=2, keepdims=True)
             fid[alone] = eye
             prior = post.sum(axis=0) + self.prior_alpha
@@ -220,15 +227,21 @@ class GroupAwareDawidSkene(BaseAggregator):
             log_fid = np.log(np.maximum(fid, _TINY))
             lz = gather @ log_fid[data.worker, :, data.label]  # (U, K over b)
             log_gam = np.log(np.maximum(gam, _TINY))
-            terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b)
-            msg = logsumexp(terms, axis=2)  # (U, c)
+            terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b), finite (floored logs)
+            # log-sum-exp over b by hand: the shifted exponentials are reused for the joint
+            # below (scipy's logsumexp and a second exp cost 2x at 10^6 answers)
+            top = terms.max(axis=2, keepdims=True)
+            ratio = np.exp(terms - top, out=terms)
+            total = ratio.sum(axis=2, keepdims=True)
+            ratio /= total  # = exp(terms - msg): q(b | c) within the unit
+            msg = (top + np.log(total))[:, :, 0]  # (U, c)
             logp = np.log(prior)[None, :] + to_task @ msg
             if gold is not None:
                 logp[known] = np.where(eye[gold[known]] > 0, 0.0, -np.inf)
             norm = logsumexp(logp, axis=1, keepdims=True)
             post = np.exp(logp - norm)
             ll = float(norm.sum())
-            joint = post[u_task][:, :, None] * np.exp(terms - msg[:, :, None])
+            joint = post[u_task][:, :, None] * ratio
             if self._record_iteration(ll, previous, data.n_labels):
                 break
             previous = ll
