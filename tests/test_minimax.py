@@ -68,9 +68,12 @@ def test_minimax_bad_parameters():
 
 def test_many_classes_and_few_answers_do_not_collapse_to_one_class():
     # imagenet15n: 15 classes, 1.27 answers per task; with a zero-centred worker penalty the
-    # ascent labelled every task with one class (7.6% accuracy)
+    # ascent labelled (almost) every task with one class: 7.6% accuracy on the whole set, 7.3%
+    # on this random 600-task subset after 10 rounds (MV: 55%)
     data = load_shared("imagenet15n")
-    est = cl.MinimaxEntropy().fit(data)
-    mv = gold_accuracy(cl.MajorityVote().fit(data).labels_, data)
+    rng = np.random.default_rng(0)
+    sub = data.subset(tasks=data.tasks[np.sort(rng.choice(data.n_tasks, 600, replace=False))])
+    est = cl.MinimaxEntropy(max_iter=10).fit(sub)
+    mv = gold_accuracy(cl.MajorityVote().fit(sub).labels_, sub)
     assert est.labels_.nunique() >= 12
-    assert gold_accuracy(est.labels_, data) > mv - 0.01
+    assert gold_accuracy(est.labels_, sub) > mv - 0.01
