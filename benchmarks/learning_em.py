@@ -1,9 +1,9 @@
-"""Test accuracy of the Max-MIG / COINNet / EM-family learners on music and labelme.
+"""Test accuracy of the Max-MIG / COINNet / EM-family / DoctorNet learners on music and labelme.
 
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/learning_em.py [--seeds 5] [--datasets music labelme]
-        [--methods maxmig coinnet raykar aggnet deepmf deepbp bayesdgc]
+        [--methods maxmig coinnet raykar aggnet deepmf deepbp bayesdgc doctornet]
 
 Official splits from ``split.csv`` (train tasks carry the crowd answers, test tasks are only
 used for the accuracy).  No epoch is chosen on the test set: every method trains for its
@@ -27,7 +27,7 @@ from crowdlearn.learning import get_method
 from crowdlearn.registry import get_method as get_aggregator
 
 DATA = Path("/work/shared/data")
-METHODS = ["maxmig", "coinnet", "raykar", "aggnet", "deepmf", "deepbp", "bayesdgc"]
+METHODS = ["maxmig", "coinnet", "raykar", "aggnet", "deepmf", "deepbp", "bayesdgc", "doctornet"]
 
 
 def load_split(name: str):

@@ -17,9 +17,10 @@ from crowdlearn.learning.base import Callback, ProgressBar  # noqa: E402
 from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix  # noqa: E402
 from crowdlearn.learning.testing import CHECKS, clusters, confusion_error, planted_confusions  # noqa: E402
 
-# the methods of this module's base (crowdlearn.learning.base); other learners are checked in
-# their own test files with the same CHECKS
-MINE = ["two-stage", "crowd-layer", "conal", "ccem", "geocrowdnet-f", "geocrowdnet-w", "tracereg"]
+# the mini-batch-trainer methods of crowdlearn.learning.base and DoctorNet; the other
+# custom-loop learners are checked in test_learning_em.py with the same CHECKS
+MINE = ["two-stage", "crowd-layer", "conal", "ccem", "geocrowdnet-f", "geocrowdnet-w", "tracereg",
+        "doctornet"]
 
 
 @pytest.fixture(autouse=True)
@@ -81,6 +82,25 @@ def test_asymmetric_confusion_orientation():
         # the crowd layer's unnormalised logits move slowly from identity: direction only
         lo = 0.7 if name == "ccem" else c[1, 0] + 0.15
         assert c[0, 1] > lo and c[1, 0] < 0.2, (name, np.round(c, 2))
+
+
+def test_doctornet_beats_majority_vote_then_train_with_one_expert():
+    # one 95 %-accurate annotator, six uniform spammers, 4 answers per task: majority vote is
+    # wrong on half the tasks; the expert's head decides DoctorNet's averaged prediction
+    X, y = clusters(n=1200, k=3, d=8, separation=3.0, seed=4)
+    conf = np.full((7, 3, 3), 1 / 3)
+    conf[0] = 0.95 * np.eye(3) + 0.025 * (1 - np.eye(3))
+    labels, _ = sf.annotate(y[:600], conf, 4, seed=4)
+    assert np.mean(labels.vote_counts().argmax(1) == y[:600]) < 0.6
+    test = labels.classes[y[600:]]
+    dn = make_classifier("doctornet", epochs=60).fit(X[:600], labels)
+    mv = make_classifier("two-stage", aggregator="mv", epochs=60).fit(X[:600], labels)
+    acc_dn, acc_mv = np.mean(dn.predict(X[600:]) == test), np.mean(mv.predict(X[600:]) == test)
+    assert acc_dn > 0.85 and acc_dn > acc_mv + 0.15, (acc_dn, acc_mv)
+    w = dn.doctor_weights_
+    assert list(w.index) == list(labels.workers) and np.isclose(w.sum(), 1)
+    with pytest.raises(ValueError, match="weight_epochs"):
+        make_classifier("doctornet", weight_epochs=-1).fit(X[:600], labels)
 
 
 def test_two_stage_soft_ds_and_estimator():

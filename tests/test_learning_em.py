@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -71,6 +72,25 @@ def fitted(crowd):
 
 def test_registry_lists_all():
     assert set(NAMES) <= set(methods())
+
+
+def test_one_estimator_base(crowd, fitted):
+    """Every learner is a CrowdClassifier: one input path, backbone factory, history format."""
+    import crowdlearn.learning._core as core
+    from crowdlearn.learning.backbones import MLP
+    from crowdlearn.learning.base import CrowdClassifier, CustomLoopClassifier
+
+    assert all(issubclass(cls, CrowdClassifier) for cls in methods().values())
+    assert not hasattr(core, "CrowdModel") and not hasattr(core, "make_backbone")
+    X, labels, _ = crowd
+    for name in NAMES:
+        m = fitted[name]
+        assert isinstance(m, CustomLoopClassifier)
+        assert isinstance(m.net_, MLP) or name == "raykar"  # raykar: logistic regression
+        assert m.history_ and {"epoch", "loss", "time"} <= set(m.history_[0])
+        np.testing.assert_array_equal(m.predict_proba(pd.DataFrame(X[:20])), m.predict_proba(X[:20]))
+    with pytest.raises(ValueError, match="max_iter"):
+        make("aggnet", max_iter=0).fit(X, labels)
 
 
 # ---------------------------------------------------------------------------- shared checks
@@ -255,8 +275,6 @@ def test_clipping_caps_network_confidence():
 
 
 def test_features_attached_or_as_frame_give_same_fit(crowd):
-    import pandas as pd
-
     X, labels, _ = crowd
     ref = make("raykar").fit(X, labels).probas_.to_numpy()
     attached = make("raykar").fit(labels.with_features(X)).probas_.to_numpy()

@@ -1,11 +1,16 @@
 """End-to-end learning from crowds: train a classifier f(x) directly from features and crowd labels.
 
 torch is an optional dependency: importing this package imports no torch; the estimator
-modules (``maxmig``, ``coinnet``, ``em_family``) import it when they are first used.
+modules import it (through :mod:`crowdlearn.learning._torch`) when a method is first resolved.
 
-Every estimator follows one face (see :mod:`crowdlearn.learning._core`)::
+Every estimator is a :class:`crowdlearn.learning.base.CrowdClassifier` — one input path,
+backbone factory (:mod:`~crowdlearn.learning.backbones`), seeding scheme and prediction code —
+and either trains with its mini-batch trainer (two-stage, Crowd Layer, CoNAL, CCEM and
+variants) or with its own loop on :class:`~crowdlearn.learning.base.CustomLoopClassifier`
+(the EM family, Max-MIG, COINNet, DoctorNet).  One face::
 
-    model.fit(X, labels)          # labels: CrowdLabels whose task codes index the rows of X
+    model.fit(X, labels)          # X: array (row n = task code n), DataFrame indexed by task,
+                                  # or fit(labels) with features attached
     model.predict_proba(X_new)    # the data classifier f(x)
     model.probas_                 # posteriors of the training tasks (DataFrame task x class)
     model.confusions_             # (W, K, K), oriented [worker, true, answered], rows sum to 1
@@ -37,6 +42,7 @@ LEARNING_REGISTRY: dict[str, str] = {
     "geocrowdnet-f": "crowdlearn.learning.ccem:GeoCrowdNetF",
     "geocrowdnet-w": "crowdlearn.learning.ccem:GeoCrowdNetW",
     "tracereg": "crowdlearn.learning.ccem:TraceReg",
+    "doctornet": "crowdlearn.learning.doctornet:DoctorNet",
 }
 
 

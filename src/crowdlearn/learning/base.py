@@ -1,10 +1,22 @@
-"""The shared trainer and estimator face of the end-to-end crowd learners.
+"""The one estimator base of the end-to-end crowd learners.
 
-:class:`CrowdClassifier` owns everything that is not method-specific: input validation and
-alignment of ``X`` with ``labels.tasks``, feature standardisation, seeding, the backbone, the
-mini-batch loop over *tasks* (all answers of a task stay in the same batch), the validation
-split and early stopping, callbacks, prediction and the pandas outputs.  A method is a
-subclass that implements a few hooks:
+:class:`CrowdClassifier` owns everything that is not method-specific, for *every* learner in
+:mod:`crowdlearn.learning`: input validation and alignment of ``X`` with ``labels.tasks``
+(arrays, a DataFrame indexed by task, or features attached to the CrowdLabels), feature
+standardisation, seeding, the backbone (:func:`~crowdlearn.learning.backbones.make_backbone`),
+prediction (``predict_proba`` / ``predict`` use only ``net_``) and the pandas outputs
+(``probas_``, ``labels_``, ``classes_``).  ``fit`` does that and calls one training hook,
+``_fit_model(X, data) -> posteriors``.  There are two ways to fill it:
+
+* the built-in mini-batch trainer (the default ``_fit_model``): a loop over *tasks* (all answers
+  of a task stay in the same batch), validation split and early stopping, callbacks.  Methods
+  on it (two-stage, Crowd Layer, CoNAL, CCEM, GeoCrowdNet, TraceReg) implement a few hooks,
+  listed below;
+* :class:`CustomLoopClassifier`, for methods with their own EM / VI / alternating loop
+  (Raykar, AggNet, deepMF, deepBP, BayesDGC, Max-MIG, COINNet): they override ``_fit_model``
+  and use the helpers ``_batches``, ``_make_optimizer``, ``_net_proba`` and ``_log_epoch``.
+
+Hooks of the mini-batch trainer:
 
 ``_build(n_features, n_classes, n_workers, data) -> nn.Module | None``
     Create the worker model (crowd layer, confusion matrices, ...); its parameters are trained
@@ -53,7 +65,7 @@ from .data import TaskAnswers, align_features, check_features, iterate_minibatch
 
 nn = torch.nn
 
-__all__ = ["CrowdClassifier", "Batch", "Callback", "ProgressBar", "BASE_PARAMS"]
+__all__ = ["CrowdClassifier", "CustomLoopClassifier", "Batch", "Callback", "ProgressBar", "BASE_PARAMS"]
 
 #: the parameters every learner accepts (subclasses repeat them in their ``__init__``)
 BASE_PARAMS = ("backbone", "hidden", "dropout", "epochs", "batch_size", "lr", "weight_decay",
@@ -150,8 +162,10 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
     confusions_ : ndarray (W, K, K)
         ``[worker, true, answered]``, rows sum to 1 (methods with a confusion model).
     history_ : list of dict
-        Per-epoch ``loss``, ``val_loss``, ``time``.
+        Per-epoch ``epoch``, ``loss``, ``val_loss``, ``time`` (every learner; custom loops log
+        their own unit, e.g. one EM round, with ``val_loss`` nan).
     n_epochs_, best_epoch_ : int
+        Mini-batch trainer only.
     """
 
     _drop_last = False  # methods with batch-level statistics (log-det of F) set True
@@ -201,32 +215,35 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         pass
 
     def _check_params(self) -> None:
-        def pos_int(name):
-            v = getattr(self, name)
+        """One ``ValueError`` per bad parameter, for the common parameters the estimator has."""
+        params = self.get_params(deep=False)
+        for name in ("epochs", "batch_size", "patience", "max_iter", "epochs_per_iter"):
+            v = params.get(name, 1)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
-        pos_int("epochs")
-        pos_int("batch_size")
-        pos_int("patience")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
-        if not (isinstance(self.validation_fraction, (int, float)) and 0 <= self.validation_fraction < 1):
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction!r}")
-        if self.optimizer not in ("adam", "adamw", "sgd"):
-            raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {self.optimizer!r}")
+        lr, wd = params.get("lr", 1.0), params.get("weight_decay", 0.0)
+        if not (isinstance(lr, (int, float)) and lr > 0):
+            raise ValueError(f"lr must be a positive number, got {lr!r}")
+        if not (isinstance(wd, (int, float)) and wd >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {wd!r}")
+        vf = params.get("validation_fraction", 0.0)
+        if not (isinstance(vf, (int, float)) and 0 <= vf < 1):
+            raise ValueError(f"validation_fraction must be in [0, 1), got {vf!r}")
+        if params.get("optimizer", "adam") not in ("adam", "adamw", "sgd"):
+            raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {params['optimizer']!r}")
 
     # ------------------------------------------------------------------ helpers
     def _make_optimizer(self, params):
-        if self.optimizer == "adam":
+        """The ``optimizer`` parameter's optimiser (Adam for methods without that parameter)."""
+        kind = getattr(self, "optimizer", "adam")
+        if kind == "adam":
             return torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
-        if self.optimizer == "adamw":
+        if kind == "adamw":
             return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
         return torch.optim.SGD(params, lr=self.lr, momentum=0.9, weight_decay=self.weight_decay)
 
     def _to_tensor(self, X: np.ndarray):
-        if self.standardize:
+        if getattr(self, "standardize", True):
             X = (X - self.mean_) / self.scale_
         return torch.as_tensor(X, dtype=torch.float32, device=self.device_)
 
@@ -264,6 +281,8 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
 
         ``fit(labels)`` (a CrowdLabels with features attached) is also accepted; see
         :func:`~crowdlearn.learning.data.align_features` for how rows are matched to tasks.
+        This is the one input path, seeding scheme and output path of every learner; the
+        training itself is :meth:`_fit_model`.
         """
         if labels is None and isinstance(X, CrowdLabels):
             X, labels = None, X
@@ -285,82 +304,98 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         self.classes_ = np.asarray(data.classes)
         self.workers_ = data.workers
         self.history_ = []
-        callbacks = list(self.callbacks or ())
-        if self.verbose:
-            callbacks.append(ProgressBar(every=10))
+        self._t0 = time.perf_counter()
         with torch.random.fork_rng(devices=[]):
             seed_everything(seed)
-            rng = np.random.default_rng(seed)
-            self._X = self._to_tensor(X)
-            self._answers = TaskAnswers.from_labels(data, self.device_)
-            labelled = np.flatnonzero(np.diff(data.task_ptr) > 0)
-            train_idx, val_idx = self._split(labelled, rng)
+            self._rng = np.random.default_rng(seed)
+            Xt = self._to_tensor(X)
             self.net_ = make_backbone(self.backbone, X.shape[1], data.n_classes, self.hidden,
                                       self.dropout).to(self.device_)
-            self.head_ = self._build(X.shape[1], data.n_classes, data.n_workers, data)
-            if self.head_ is not None:
-                self.head_ = self.head_.to(self.device_)
-            self._prepare(self._X, data, train_idx)
-            params = [{"params": list(self.net_.parameters())}]
-            if self.head_ is not None:
-                # worker models may learn faster than the backbone (``head_lr``, where offered)
-                head_lr = getattr(self, "head_lr", None)
-                params.append({"params": list(self.head_.parameters()),
-                               **({"lr": float(head_lr)} if head_lr else {})})
-            opt = self._make_optimizer(params)
-            for cb in callbacks:
-                getattr(cb, "on_train_begin", lambda est: None)(self)
-            best, best_state, best_epoch, wait = np.inf, None, 0, 0
-            t0 = time.perf_counter()
-            epoch = -1
-            for epoch in range(self.epochs):
-                for m in self._modules():
-                    m.train()
-                tot, n = 0.0, 0
-                for idx in iterate_minibatches(train_idx, self.batch_size, rng, drop_last=self._drop_last):
-                    b = self._batch(idx)
-                    loss = self._loss(self.net_(b.x), b, train=True)
-                    if not torch.isfinite(loss):  # a diverged batch must not poison the weights
-                        continue
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    tot += float(loss.detach()) * len(idx)
-                    n += len(idx)
-                val = self._mean_loss(val_idx) if len(val_idx) else float("nan")
-                logs = {"epoch": epoch, "loss": tot / max(n, 1), "val_loss": val,
-                        "time": time.perf_counter() - t0}
-                self.history_.append(logs)
-                self._on_epoch_end(epoch, logs)
-                stop = False
-                if len(val_idx):
-                    if val < best - 1e-6:
-                        best, best_state, best_epoch, wait = val, self._state(), epoch, 0
-                    else:
-                        wait += 1
-                        stop = wait >= self.patience
-                else:
-                    best_epoch = epoch
-                for cb in callbacks:
-                    stop = bool(cb.on_epoch_end(self, epoch, logs)) or stop
-                if stop:
-                    break
-            if best_state is not None:
-                for m, s in zip(self._modules(), best_state):
-                    m.load_state_dict(s)
-            self.n_epochs_ = epoch + 1
-            self.best_epoch_ = best_epoch
-            post = self._posteriors(np.arange(data.n_tasks))
-            for cb in callbacks:
-                getattr(cb, "on_train_end", lambda est: None)(self)
-        post = np.nan_to_num(post, nan=1.0 / data.n_classes)
+            post = self._fit_model(Xt, data)
+        del self._rng, self._t0
+        post = np.nan_to_num(np.asarray(post, dtype=float), nan=1.0 / data.n_classes)
         post = np.clip(post, 0.0, None)
         post /= post.sum(1, keepdims=True)
         self.probas_ = pd.DataFrame(post, index=data.tasks, columns=data.classes)
         self.labels_ = pd.Series(self.classes_[post.argmax(1)], index=data.tasks, name="label")
+        return self
+
+    def _fit_model(self, X: "torch.Tensor", data: CrowdLabels) -> np.ndarray:
+        """The mini-batch trainer over the hooks above; returns the task posteriors (N, K).
+
+        ``X`` holds the standardised features of all tasks; ``net_`` exists and the seeded
+        generators are set.  :class:`CustomLoopClassifier` methods replace this method.
+        """
+        callbacks = list(self.callbacks or ())
+        if self.verbose:
+            callbacks.append(ProgressBar(every=10))
+        self._X = X
+        self._answers = TaskAnswers.from_labels(data, self.device_)
+        labelled = np.flatnonzero(np.diff(data.task_ptr) > 0)
+        train_idx, val_idx = self._split(labelled, self._rng)
+        self.head_ = self._build(X.shape[1], data.n_classes, data.n_workers, data)
+        if self.head_ is not None:
+            self.head_ = self.head_.to(self.device_)
+        self._prepare(self._X, data, train_idx)
+        params = [{"params": list(self.net_.parameters())}]
+        if self.head_ is not None:
+            # worker models may learn faster than the backbone (``head_lr``, where offered)
+            head_lr = getattr(self, "head_lr", None)
+            params.append({"params": list(self.head_.parameters()),
+                           **({"lr": float(head_lr)} if head_lr else {})})
+        opt = self._make_optimizer(params)
+        for cb in callbacks:
+            getattr(cb, "on_train_begin", lambda est: None)(self)
+        best, best_state, best_epoch, wait = np.inf, None, 0, 0
+        epoch = -1
+        for epoch in range(self.epochs):
+            for m in self._modules():
+                m.train()
+            tot, n = 0.0, 0
+            for idx in iterate_minibatches(train_idx, self.batch_size, self._rng, drop_last=self._drop_last):
+                b = self._batch(idx)
+                loss = self._loss(self.net_(b.x), b, train=True)
+                if not torch.isfinite(loss):  # a diverged batch must not poison the weights
+                    continue
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                tot += float(loss.detach()) * len(idx)
+                n += len(idx)
+            val = self._mean_loss(val_idx) if len(val_idx) else float("nan")
+            logs = self._log_epoch(tot / max(n, 1), val)
+            self._on_epoch_end(epoch, logs)
+            stop = False
+            if len(val_idx):
+                if val < best - 1e-6:
+                    best, best_state, best_epoch, wait = val, self._state(), epoch, 0
+                else:
+                    wait += 1
+                    stop = wait >= self.patience
+            else:
+                best_epoch = epoch
+            for cb in callbacks:
+                stop = bool(cb.on_epoch_end(self, epoch, logs)) or stop
+            if stop:
+                break
+        if best_state is not None:
+            for m, s in zip(self._modules(), best_state):
+                m.load_state_dict(s)
+        self.n_epochs_ = epoch + 1
+        self.best_epoch_ = best_epoch
+        post = self._posteriors(np.arange(data.n_tasks))
+        for cb in callbacks:
+            getattr(cb, "on_train_end", lambda est: None)(self)
         self._finalize(data)
         del self._X, self._answers
-        return self
+        return post
+
+    def _log_epoch(self, loss: float, val_loss: float = float("nan")) -> dict:
+        """Append one ``history_`` entry (``epoch``, ``loss``, ``val_loss``, ``time``) and return it."""
+        logs = {"epoch": len(self.history_), "loss": float(loss), "val_loss": float(val_loss),
+                "time": time.perf_counter() - self._t0}
+        self.history_.append(logs)
+        return logs
 
     def _posteriors(self, idx: np.ndarray) -> np.ndarray:
         for m in self._modules():
@@ -382,6 +417,12 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
                 self.confusions_ = c / c.sum(-1, keepdims=True)
 
     # ------------------------------------------------------------------ predict
+    def _net_proba(self, Xt: "torch.Tensor") -> "torch.Tensor":
+        """``softmax(net_(x))`` in eval mode, no gradient (a method may shift the logits)."""
+        self.net_.eval()
+        with torch.no_grad():
+            return torch.softmax(self.net_(Xt), -1)
+
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the trained classifier ``f(x)``, shape (n_samples, K), rows sum 1."""
         if not hasattr(self, "net_"):
@@ -391,12 +432,56 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         X = check_features(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
-        self.net_.eval()
-        with torch.no_grad():
-            p = torch.softmax(self.net_(self._to_tensor(X)), -1).double().cpu().numpy()
+        p = self._net_proba(self._to_tensor(X)).double().cpu().numpy()
         return p / p.sum(1, keepdims=True)
 
-    def predict(self, X) -> np.ndarray:
-        """Most probable class (in the user's class labels) for each row of ``X``."""
-        p = self.predict_proba(X)  # first: raises the clear "not fitted" error
+    def predict(self, X, *args, **kwargs) -> np.ndarray:
+        """Most probable class (in the user's class labels) for each row of ``X``.
+
+        Extra arguments go to ``predict_proba`` (e.g. Max-MIG's ``predict(X, labels)``).
+        """
+        p = self.predict_proba(X, *args, **kwargs)  # first: raises the clear "not fitted" error
         return self.classes_[np.argmax(p, axis=1)]
+
+
+class CustomLoopClassifier(CrowdClassifier):
+    """Thin base of the methods that keep their own training loop (EM, VI, alternating, ...).
+
+    Same input path, seeding, backbone, prediction and outputs as :class:`CrowdClassifier`;
+    instead of the ``_build``/``_loss`` hooks a subclass implements
+
+    ``_fit_model(X, data) -> posteriors (N, K)``
+        ``X``: float32 tensor of the standardised features of ``data.tasks`` (row n = task
+        code n); ``net_`` is the fresh backbone.  Return the training-task posteriors that
+        become ``probas_``.  Draw every random number from ``self._rng`` (``_batches``) or
+        torch's seeded generator; ``_train_epoch`` runs one optimisation pass and
+        records it (``_log_epoch(loss)`` records progress of other loops).
+
+    Such methods have no validation split, early stopping or callbacks (they train for their
+    fixed budget); they use Adam unless they build their own optimiser.
+    """
+
+    def _fit_model(self, X, data):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _batches(self, n: int, drop_last: bool = False):
+        """Shuffled batches of task codes ``0..n-1`` from the estimator's seeded generator."""
+        return iterate_minibatches(np.arange(n), self.batch_size, self._rng, drop_last=drop_last)
+
+    def _train_epoch(self, batches, batch_loss, opt, sched=None) -> float:
+        """One pass: an ``opt`` step (and ``sched`` step) on ``batch_loss(b)`` for each batch ``b``.
+
+        Records the mean batch loss in ``history_`` and returns it.  Train/eval modes are the
+        caller's.
+        """
+        tot, nb = 0.0, 0
+        for b in batches:
+            loss = batch_loss(b)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if sched is not None:
+                sched.step()
+            tot += float(loss.detach())
+            nb += 1
+        return self._log_epoch(tot / max(nb, 1))["loss"]

@@ -1,7 +1,9 @@
 """COINNet: crowd confusions plus a sparse instance-dependent outlier term.
 
 Nguyen, Ibrahim & Fu, "Noisy label learning with instance-dependent outliers: identifiability
-via crowd wisdom", NeurIPS 2024.
+via crowd wisdom", NeurIPS 2024.  Implemented on
+:class:`~crowdlearn.learning.base.CustomLoopClassifier` (shared input path, backbone, seeding
+and prediction; its own training loop in ``_fit_model``).
 
 Model for the distribution of worker w's answer on item n:
 
@@ -27,14 +29,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ._core import CrowdModel, batch_edges, mle_confusions, soft_majority
+from ._core import batch_edges, mle_confusions, soft_majority
+from ._torch import torch
+from .base import CustomLoopClassifier
 
 __all__ = ["COINNet"]
 
 
-class COINNet(CrowdModel):
+class COINNet(CustomLoopClassifier):
     """COINNet (Nguyen, Ibrahim & Fu, NeurIPS 2024) — see the module docstring.
 
     Registry name ``coinnet``.
@@ -94,36 +97,33 @@ class COINNet(CrowdModel):
         label = torch.as_tensor(np.array(data.label), dtype=torch.long, device=dev)
         half_p = self.p / 2.0
         self.n_iter_ = 0
+
+        def batch_loss(b):
+            edges, pos = batch_edges(data.task_ptr, b)
+            e_idx = torch.as_tensor(edges, device=dev)
+            pos_t = torch.as_tensor(pos, device=dev)
+            f = torch.softmax(self.net_(X[torch.as_tensor(b, device=dev)]), -1)
+            A = torch.softmax(P[worker[e_idx]], -1)  # (Le, K true, K answered)
+            e = E[e_idx] - E[e_idx].mean(-1, keepdim=True)
+            py = torch.einsum("ej,ejl->el", f[pos_t], A) + e
+            py = py.clamp(1e-10, 1 - 1e-10)
+            py = py / py.sum(-1, keepdim=True)
+            ce = -torch.log(py.gather(1, label[e_idx, None])).mean()
+            if not torch.isfinite(ce.detach()) or float(ce.detach()) > 100:  # the official trainer's guard
+                ce = ce * 0.0
+            loss = ce
+            if self.lambda_vol > 0 and len(b) >= k:
+                r_vol = -torch.logdet(f.T @ f)
+                if torch.isfinite(r_vol.detach()) and float(r_vol.detach()) > -100:
+                    loss = loss + self.lambda_vol * r_vol
+            if self.lambda_out > 0:
+                sq = torch.zeros(len(b), device=dev).index_add(0, pos_t, (e ** 2).sum(-1))
+                loss = loss + self.lambda_out * ((sq + 1e-10) ** half_p).mean()
+            return loss
+
         for _ in range(self.epochs):
             self.net_.train()
-            tot = 0.0
-            for b in self._batches(n):
-                edges, pos = batch_edges(data.task_ptr, b)
-                e_idx = torch.as_tensor(edges, device=dev)
-                pos_t = torch.as_tensor(pos, device=dev)
-                f = torch.softmax(self.net_(X[torch.as_tensor(b, device=dev)]), -1)
-                A = torch.softmax(P[worker[e_idx]], -1)  # (Le, K true, K answered)
-                e = E[e_idx] - E[e_idx].mean(-1, keepdim=True)
-                py = torch.einsum("ej,ejl->el", f[pos_t], A) + e
-                py = py.clamp(1e-10, 1 - 1e-10)
-                py = py / py.sum(-1, keepdim=True)
-                ce = -torch.log(py.gather(1, label[e_idx, None])).mean()
-                if not torch.isfinite(ce.detach()) or float(ce.detach()) > 100:  # the official trainer's guard
-                    ce = ce * 0.0
-                loss = ce
-                if self.lambda_vol > 0 and len(b) >= k:
-                    r_vol = -torch.logdet(f.T @ f)
-                    if torch.isfinite(r_vol.detach()) and float(r_vol.detach()) > -100:
-                        loss = loss + self.lambda_vol * r_vol
-                if self.lambda_out > 0:
-                    sq = torch.zeros(len(b), device=dev).index_add(0, pos_t, (e ** 2).sum(-1))
-                    loss = loss + self.lambda_out * ((sq + 1e-10) ** half_p).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                sched.step()
-                tot += float(loss.detach())
-            self.history_.append(tot)
+            self._train_epoch(self._batches(n), batch_loss, opt, sched)
             self.n_iter_ += 1
         self.converged_ = True
         with torch.no_grad():

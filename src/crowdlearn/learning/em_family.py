@@ -1,5 +1,9 @@
 """EM-type learners: the classifier is the prior factor of a crowd model, fitted by EM / VI.
 
+They are :class:`~crowdlearn.learning.base.CustomLoopClassifier` subclasses: input path,
+backbone, seeding and prediction are the shared base's; each class supplies its E-step (and
+BayesDGC its SVI loop) through ``_fit_model``.
+
 All five share the generative model ``y_n ~ f_theta(x_n)``, ``answer_{n,w} | y_n ~
 theta_w[y_n, :]`` and alternate an inference step over the true labels (the network output as
 a unary factor, no gradient) with a training step of the network on the posteriors
@@ -31,11 +35,9 @@ a unary factor, no gradient) with a training step of the network on the posterio
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..data import CrowdLabels
 from ._core import (
-    CrowdModel,
     batch_edges,
     clipped_proba,
     crowd_log_terms,
@@ -43,38 +45,61 @@ from ._core import (
     mle_confusions,
     soft_majority,
 )
+from ._torch import torch
+from .base import CustomLoopClassifier
 from .estep import bp_one_coin, dirichlet_expected_log, mean_field_dirichlet, reliability_nodes
 
 __all__ = ["Raykar", "AggNet", "DeepMF", "DeepBP", "BayesDGC"]
 
 
-class _EMLearner(CrowdModel):
-    """EM skeleton: init q = soft majority vote; repeat (train net on q, E-step)."""
+class _EMLearner(CustomLoopClassifier):
+    """EM skeleton: init q = soft majority vote; repeat (train net on q, E-step).
+
+    ``history_`` has one entry per EM round (``loss``: the last M-step batch loss).
+    """
 
     def _e_step(self, data: CrowdLabels, net_p: np.ndarray, post: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
 
     def _fit_model(self, X, data):
-        if self.max_iter < 1 or self.epochs_per_iter < 1:
-            raise ValueError("max_iter and epochs_per_iter must be >= 1")
         post = soft_majority(data)
         self._init_workers(data, post)
-        rows = np.arange(data.n_tasks)
-        opt = self._optimizer(self.net_.parameters())
+        opt = self._make_optimizer(self.net_.parameters())
         self.converged_ = False
         self.n_iter_ = 0
         for it in range(self.max_iter):
-            loss = self._train_soft(X, post, rows, opt, self.epochs_per_iter, getattr(self, "clip", 1.0))
+            loss = self._train_soft(X, post, opt, getattr(self, "clip", 1.0))
             net_p = self._net_proba(X).cpu().numpy().astype(float)
             new = self._e_step(data, net_p, post)
             delta = float(np.abs(new - post).max())
             post = new
-            self.history_.append(loss)
+            self._log_epoch(loss)
             self.n_iter_ = it + 1
             if delta < self.tol:
                 self.converged_ = True
                 break
         return post
+
+    def _train_soft(self, X, target: np.ndarray, opt, clip: float = 1.0) -> float:
+        """M-step: ``epochs_per_iter`` epochs minimising ``-sum_j target[n, j] log f(x_n)_j``.
+
+        With ``clip < 1`` the network output is clipped first (:func:`clipped_proba`).
+        """
+        t = torch.as_tensor(target, dtype=torch.float32, device=X.device)
+        self.net_.train()
+        last = 0.0
+        for _ in range(self.epochs_per_iter):
+            for b in self._batches(len(X)):
+                idx = torch.as_tensor(b, device=X.device)
+                logp = torch.log_softmax(self.net_(X[idx]), -1)
+                if clip < 1.0:
+                    logp = torch.log(clipped_proba(logp.exp(), clip))
+                loss = -(t[idx] * logp).sum(1).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                last = float(loss.detach())
+        return last
 
     def _init_workers(self, data, post):
         pass
@@ -292,7 +317,7 @@ class DeepBP(_EMLearner):
         return new
 
 
-class BayesDGC(CrowdModel):
+class BayesDGC(CustomLoopClassifier):
     """BayesDGC (Li, Huang & Chen, Sci. China Inf. Sci. 2020): natural-gradient SVI.
 
     Global variational factors ``q(pi) = Dir(eta_pi)``, ``q(theta_w[j, :]) = Dir(eta_w[j, :])``;
@@ -350,10 +375,11 @@ class BayesDGC(CrowdModel):
         eta_pi = eta0_pi + mv.sum(0)
         eta_th = np.repeat(eta0_th[None], m, axis=0)  # (W, K, K)
         np.add.at(eta_th, (data.worker, slice(None), data.label), mv[data.task])
-        opt = self._optimizer(self.net_.parameters())
+        opt = self._make_optimizer(self.net_.parameters())
         step = 0
         for _ in range(self.epochs):
             self.net_.train()
+            tot, nb = 0.0, 0
             for b in self._batches(n):
                 idx = torch.as_tensor(b, device=X.device)
                 e_pi = dirichlet_expected_log(eta_pi)
@@ -381,7 +407,9 @@ class BayesDGC(CrowdModel):
                 loss.backward()
                 opt.step()
                 step += 1
-                self.history_.append(float(loss.detach()))
+                tot += float(loss.detach())
+                nb += 1
+            self._log_epoch(tot / max(nb, 1))
         self.n_iter_ = step
         self.converged_ = True
         self._e_log_pi = dirichlet_expected_log(eta_pi)

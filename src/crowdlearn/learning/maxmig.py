@@ -1,7 +1,8 @@
 """Max-MIG: maximise the f-mutual-information gain between a data classifier and a crowd aggregator.
 
 Cao, Xu, Kong & Wang, "Max-MIG: an information theoretic approach for joint learning from
-crowds", ICLR 2019.
+crowds", ICLR 2019.  Implemented on :class:`~crowdlearn.learning.base.CustomLoopClassifier`
+(shared input path, backbone, seeding and prediction; its own training loop in ``_fit_model``).
 
 Two "experts" look at the same item: the data classifier ``h(x) ∈ Δ_K`` (the backbone) and
 the crowd aggregator
@@ -32,10 +33,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
 from ..data import CrowdLabels
-from ._core import CrowdModel, batch_edges, mle_confusions, soft_majority
+from ._core import batch_edges, mle_confusions, soft_majority
+from ._torch import torch
+from .base import CustomLoopClassifier
 
 __all__ = ["MaxMIG", "mig_loss"]
 
@@ -58,7 +60,7 @@ def mig_loss(h: torch.Tensor, g: torch.Tensor, prior: torch.Tensor, divergence: 
     return -(joint.mean() - marg.mean())
 
 
-class MaxMIG(CrowdModel):
+class MaxMIG(CustomLoopClassifier):
     """Max-MIG (Cao et al., ICLR 2019) — see the module docstring.  Registry name ``maxmig``.
 
     Parameters
@@ -127,20 +129,16 @@ class MaxMIG(CrowdModel):
         if n < 2:
             raise ValueError("Max-MIG needs at least 2 tasks (the criterion compares pairs of items)")
         self.n_iter_ = 0
+
+        def batch_loss(b):
+            h = torch.softmax(self.net_(X[torch.as_tensor(b, device=dev)]), -1)
+            g = torch.softmax(self._crowd_logits(ptr, worker, label, b, log_p), -1)
+            return mig_loss(h, g, p_t, self.divergence)
+
         for _ in range(self.epochs):
             self.net_.train()
-            tot, nb = 0.0, 0
             # incomplete batches are skipped: the off-diagonal mean assumes a fixed B
-            for b in self._batches(n, drop_last=True):
-                h = torch.softmax(self.net_(X[torch.as_tensor(b, device=dev)]), -1)
-                g = torch.softmax(self._crowd_logits(ptr, worker, label, b, log_p), -1)
-                loss = mig_loss(h, g, p_t, self.divergence)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                tot += float(loss.detach())
-                nb += 1
-            self.history_.append(tot / max(nb, 1))
+            self._train_epoch(self._batches(n, drop_last=True), batch_loss, opt)
             self.n_iter_ += 1
         self.converged_ = True
         W = self._W.detach().cpu().numpy().astype(float)
