@@ -12,7 +12,7 @@ from crowdlearn.mmlc.oracle_estimators import (
 torch = pytest.importorskip("torch")
 
 from crowdlearn.mmlc import MMLC, MMLCFill, MMLCOracle  # noqa: E402
-from crowdlearn.mmlc.fill import fill_labels, sweep_density  # noqa: E402
+from crowdlearn.mmlc.fill import density_threshold, fill_labels, sweep_density  # noqa: E402
 from crowdlearn.mmlc.worker_space import plot_worker_space, worker_space  # noqa: E402
 
 SMALL = dict(n_experts=4, expert_hidden=(16,), expert_out=8, tower_hidden=(8,), epochs=40, batch_size=64, lr=1e-2)
@@ -213,6 +213,26 @@ def test_fill_keeps_real_answers_and_every_task():
     assert list(table["b"].iloc[1:]) == [0, 5, 1000]
     assert table["density"].iloc[1] > table["density"].iloc[0]
     assert table["n_labels"].iloc[-1] == extra.n_labels  # nobody has > 1000 answers
+
+
+def test_median_threshold_fills_only_the_denser_half():
+    data = _crowd([0.9, 0.8, 0.7, 0.6, 0.9], per_task=2, n_tasks=80, seed=3)
+    # make the workers' answer counts unequal: drop most answers of two workers
+    frame = data.to_frame()
+    keep = ~(frame["worker"].isin(["w3", "w4"]) & (np.arange(len(frame)) % 5 != 0))
+    sparse = CrowdLabels.from_frame(frame[keep], classes=data.classes, truth=data.truth_series())
+    sparse = sparse.with_features(pd.DataFrame(data.features, index=data.tasks).loc[sparse.tasks])
+    counts = sparse.labels_per_worker()
+    b = density_threshold(sparse, "median")
+    assert b == int(np.median(counts))
+    est = MMLCFill(base="mv", model=MMLC(**SMALL)).fit(sparse)
+    assert est.threshold_ == b
+    filled_counts = np.bincount(est.filled_.worker, minlength=sparse.n_workers)
+    dense = counts > b
+    assert np.all(filled_counts[dense] == sparse.n_tasks)  # dense workers answer every task
+    np.testing.assert_array_equal(filled_counts[~dense], counts[~dense])  # sparse ones untouched
+    with pytest.raises(ValueError, match="median"):
+        MMLCFill(b="mean", model=MMLC(**SMALL)).fit(sparse)
 
 
 def test_worker_space_table_and_plot():
