@@ -80,3 +80,14 @@ def test_methods_and_demo(capsys):
 def test_console_script_entry_point():
     res = subprocess.run([sys.executable, "-m", "crowdlearn.cli", "methods"], capture_output=True, text=True)
     assert res.returncode == 0 and "glad" in res.stdout
+
+
+def test_aggregate_auto_says_what_it_chose(tmp_path, capsys):
+    from crowdlearn import simulate
+
+    src = tmp_path / "crowd.csv"
+    simulate.dawid_skene(300, 10, 3, labels_per_task=4, seed=0).to_frame().to_csv(src, index=False)
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--out", str(tmp_path / "o.csv")], capsys)
+    assert code == 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("auto: chose '")

@@ -94,6 +94,10 @@ def _cmd_aggregate(args) -> int:
     if truth is not None:
         summary += f"; accuracy on {int((data.truth >= 0).sum())} gold tasks = {gold_accuracy(est.labels_, data):.4f}"
     print(summary, file=sys.stderr)
+    for attr in ("reason_", "fallback_"):  # why `auto` chose, why a moment method fell back
+        note = getattr(est, attr, None)
+        if isinstance(note, str) and note:
+            print(f"{args.method}: {note}", file=sys.stderr)
     return 0
 
 
