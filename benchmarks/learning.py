@@ -33,7 +33,7 @@ import torch
 from crowdlearn.io import load_folder
 from crowdlearn.learning import get_method
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
 METHODS = ["two-stage-mv", "two-stage-ds", "crowd-layer", "conal", "ccem", "geocrowdnet-f", "geocrowdnet-w",
            "tracereg"]
 

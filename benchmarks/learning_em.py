@@ -26,7 +26,7 @@ from crowdlearn.io import load_folder
 from crowdlearn.learning import get_method
 from crowdlearn.registry import get_method as get_aggregator
 
-DATA = Path("/work/shared/data")
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
 METHODS = ["maxmig", "coinnet", "raykar", "aggnet", "deepmf", "deepbp", "bayesdgc", "doctornet"]
 
 
