@@ -75,6 +75,9 @@ def test_methods_and_demo(capsys):
     assert code == 0 and "zencrowd_us" in out
     acc = {line.split()[0]: float(line.split()[1]) for line in out.splitlines()[2:]}
     assert acc["mv"] > 0.85 and acc["ds"] > 0.8
+    # the bundled set has no item features: MMLC is reported as such, not as an error
+    code, out, _ = run(["demo", "--methods", "mv,mmlc-owf"], capsys)
+    assert code == 0 and "mmlc-owf needs features" in " ".join(out.split())
 
 
 def test_console_script_entry_point():

@@ -116,11 +116,12 @@ def _cmd_methods(args) -> int:
 
 
 def _accuracy_table(datasets: dict, method_names, seed) -> str:
-    from .benchmarking import run_methods
+    from .benchmarking import NEEDS_FEATURES, run_methods
 
     long = run_methods(datasets, method_names, seed=seed)
     long["acc"] = long["accuracy"].map(lambda a: "n/a" if a != a else f"{a:.4f}")
     long.loc[long["error"].notna(), "acc"] = "error"
+    long.loc[long["error"] == NEEDS_FEATURES, "acc"] = "needs features"
     if len(datasets) == 1:
         out = long[["method", "acc", "seconds"]].rename(columns={"acc": "accuracy"})
         out["seconds"] = out["seconds"].map(lambda s: f"{s:.3f}")
