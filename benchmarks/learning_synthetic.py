@@ -26,27 +26,12 @@ from sklearn.metrics import roc_auc_score
 from crowdlearn.learning import get_method
 from crowdlearn.learning._core import soft_majority
 from crowdlearn.learning.synthetic import instance_outliers, maxmig_crowd, sparse_regular_crowd
+from learning import fit_mlp  # benchmarks/ is on sys.path when this script runs
 
 
 def mv_then_train(labels, X, X_test, seed):
-    torch.manual_seed(seed)
-    mu, sd = X.mean(0), X.std(0)
-    y = torch.as_tensor(soft_majority(labels).argmax(1))
-    Xt = torch.as_tensor((X - mu) / sd, dtype=torch.float32)
-    net = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 128), torch.nn.ReLU(), torch.nn.Dropout(0.5),
-                              torch.nn.Linear(128, labels.n_classes))
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
-    rng = np.random.default_rng(seed)
-    for _ in range(30):
-        net.train()
-        for b in np.array_split(rng.permutation(len(X)), max(1, len(X) // 64)):
-            loss = torch.nn.functional.cross_entropy(net(Xt[b]), y[b])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    net.eval()
-    with torch.no_grad():
-        return net(torch.as_tensor((X_test - mu) / sd, dtype=torch.float32)).argmax(1).numpy()
+    """Soft-majority hard labels, then the fixed MLP of benchmarks/learning.py (30 epochs)."""
+    return fit_mlp(X, soft_majority(labels).argmax(1), X_test, labels.n_classes, seed, epochs=30)
 
 
 def part_maxmig(seeds):
