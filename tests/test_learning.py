@@ -125,7 +125,8 @@ def test_early_stopping_history_and_callbacks(capsys):
 
     cb = StopAt()
     m = make_classifier("ccem", epochs=50, callbacks=(cb, ProgressBar(every=2))).fit(X, labels)
-    assert m.n_epochs_ == 5 and len(m.history_) == 5
+    assert m.n_epochs_ == 5 and len([h for h in m.history_ if not h.get("refit")]) == 5
+    assert m.refit_epochs_ >= 1 and sum(h.get("refit", False) for h in m.history_) == m.refit_epochs_
     assert set(cb.last) >= {"loss", "val_loss", "epoch", "time"}
     assert "epoch 2/50" in capsys.readouterr().err
     # patience: validation loss cannot keep improving with a huge learning rate for long
@@ -133,6 +134,22 @@ def test_early_stopping_history_and_callbacks(capsys):
     assert m.n_epochs_ < 200 and m.best_epoch_ <= m.n_epochs_ - 1
     m = make_classifier("ccem", epochs=3, validation_fraction=0.0).fit(X, labels)
     assert np.isnan(m.history_[0]["val_loss"]) and m.n_epochs_ == 3
+    assert m.refit_epochs_ == 0 and len(m.history_) == 3
+
+
+@pytest.mark.parametrize("name", ["ccem", "two-stage"])
+def test_refit_is_a_full_data_run_for_the_chosen_epochs(name):
+    # refit retrains from the same seeded start on every labelled task: exactly the model of a
+    # plain run without a validation split for refit_epochs_ epochs
+    X, y, labels = _data(300)
+    m = make_classifier(name, epochs=30, patience=3).fit(X, labels)
+    n_train = len(labels.tasks) - round(0.1 * len(labels.tasks))
+    assert m.refit_epochs_ == max(1, round((m.best_epoch_ + 1) * len(labels.tasks) / n_train))
+    plain = make_classifier(name, epochs=m.refit_epochs_, validation_fraction=0.0).fit(X, labels)
+    np.testing.assert_allclose(m.predict_proba(X), plain.predict_proba(X), atol=1e-6)
+    no_refit = make_classifier(name, epochs=30, patience=3, refit=False).fit(X, labels)
+    assert no_refit.refit_epochs_ == 0 and no_refit.best_epoch_ == m.best_epoch_
+    assert not np.allclose(no_refit.predict_proba(X), m.predict_proba(X))
 
 
 def test_feature_alignment():

@@ -86,7 +86,9 @@ def maxmig_structures(y, structure="independent", expertise="high", X=None, seed
     accuracies 0.6, 0.7, 0.75, 0.8, 0.9).  ``"low"``: 10 seniors of accuracy 0.55 (K = 2, the
     paper) or ``1/K + 0.15`` (K > 2).  ``"naive_majority"`` adds juniors who always answer class 0
     (as many as the seniors, 5 more in low expertise, so they outvote them); ``"correlated"``
-    adds as many juniors, each copying the answers of senior 0 or senior 1.
+    adds juniors each copying the answers of senior 0 or senior 1 (5 in high, 2 in low
+    expertise).  Expert counts are the paper's Dogs-vs-Cats ones: low 10 / 25 / 12, high
+    5 / 10 / 10 for independent / naive majority / correlated.
 
     Returns ``(labels, planted)`` with ``planted`` holding ``confusions`` (the seniors'; for
     juniors their marginal behaviour), ``kind`` ("senior" / "junior") and ``copies`` (the senior
@@ -107,8 +109,9 @@ def maxmig_structures(y, structure="independent", expertise="high", X=None, seed
     else:
         seniors = np.stack([_flip(0.55 if k == 2 else 1.0 / k + 0.15, k)] * 10)
     s = len(seniors)
-    n_junior = 0 if structure == "independent" else (s + 5 if expertise == "low" and structure ==
-                                                     "naive_majority" else s)
+    n_junior = {("high", "independent"): 0, ("high", "naive_majority"): 5, ("high", "correlated"): 5,
+                ("low", "independent"): 0, ("low", "naive_majority"): 15, ("low", "correlated"): 2}[
+        expertise, structure]
     n = len(y)
     ans = np.empty((n, s + n_junior), np.int64)
     for m in range(s):

@@ -77,12 +77,12 @@ class CrowdLayer(CrowdClassifier):
     """
 
     def __init__(self, mode="MW", backbone=None, hidden=None, dropout=0.5, epochs=100, batch_size=64,
-                 lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1, patience=10,
+                 lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1, patience=10, refit=True,
                  standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
         self.mode = mode
         super().__init__(backbone=backbone, hidden=hidden, dropout=dropout, epochs=epochs,
                          batch_size=batch_size, lr=lr, weight_decay=weight_decay, optimizer=optimizer,
-                         validation_fraction=validation_fraction, patience=patience,
+                         validation_fraction=validation_fraction, patience=patience, refit=refit,
                          standardize=standardize, device=device, random_state=random_state,
                          callbacks=callbacks, verbose=verbose)
 
@@ -147,12 +147,12 @@ class CoNAL(CrowdClassifier):
 
     def __init__(self, lam=1e-5, embed=20, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
         self.lam = lam
         self.embed = embed
         super().__init__(backbone=backbone, hidden=hidden, dropout=dropout, epochs=epochs,
                          batch_size=batch_size, lr=lr, weight_decay=weight_decay, optimizer=optimizer,
-                         validation_fraction=validation_fraction, patience=patience,
+                         validation_fraction=validation_fraction, patience=patience, refit=refit,
                          standardize=standardize, device=device, random_state=random_state,
                          callbacks=callbacks, verbose=verbose)
 

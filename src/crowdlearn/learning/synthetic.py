@@ -2,10 +2,8 @@
 
 * :func:`class_features` — Gaussian class clusters (a stand-in for image features).
 * :func:`maxmig_crowd` — the three information structures of Max-MIG (Cao et al., ICLR 2019,
-  Dogs-vs-Cats setup): ``"independent"`` senior experts; ``"naive_majority"`` seniors plus
-  junior experts who always answer class 0; ``"correlated"`` seniors plus juniors who copy
-  senior 0 or senior 1.  ``expertise="low"``: 10 seniors ``[[.55,.45],[.45,.55]]``;
-  ``"high"``: the paper's 5 senior matrices.  Every expert labels every item.
+  Dogs-vs-Cats setup) on these features: the crowd is
+  :func:`crowdlearn.simulate_features.maxmig_structures`, the one Max-MIG simulator.
 * :func:`sparse_regular_crowd` — deepBP's setting (Kim et al., AISTATS 2022): binary one-coin
   workers with accuracy ``~ Beta(a, b)`` on an ``(l, r)``-regular assignment, plus optional
   extreme spammers who answer every task uniformly at random.
@@ -20,11 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import CrowdLabels
+from ..simulate_features import maxmig_structures
 
 __all__ = ["class_features", "maxmig_crowd", "sparse_regular_crowd", "instance_outliers"]
-
-_HIGH = np.array([[[.6, .4], [.1, .9]], [[.8, .2], [.4, .6]], [[.6, .4], [.4, .6]],
-                  [[.7, .3], [.3, .7]], [[.7, .3], [.4, .6]]])
 
 
 def class_features(truth: np.ndarray, n_classes: int, n_features: int = 10, separation: float = 2.5,
@@ -39,49 +35,19 @@ def class_features(truth: np.ndarray, n_classes: int, n_features: int = 10, sepa
     return mu[truth] + rng.normal(size=(len(truth), n_features)), mu
 
 
-def _answers(truth, conf, rng):
-    """Dense answers (N, W) drawn from ``conf[w, truth[n], :]``."""
-    n, m = len(truth), conf.shape[0]
-    cdf = np.cumsum(conf[:, truth, :], axis=-1)  # (W, N, K)
-    u = rng.random((m, n, 1))
-    return np.minimum((u > cdf).sum(-1), conf.shape[-1] - 1).T
-
-
-def _dense_labels(ans: np.ndarray, truth: np.ndarray, k: int, X=None) -> CrowdLabels:
-    n, m = ans.shape
-    t = np.repeat(np.arange(n), m)
-    w = np.tile(np.arange(m), n)
-    return CrowdLabels.from_codes(t, w, ans.ravel(), n_tasks=n, n_workers=m, n_classes=k,
-                                  truth=truth, features=X)
-
-
 def maxmig_crowd(structure: str = "independent", expertise: str = "low", n_tasks: int = 2000,
                  n_features: int = 10, separation: float = 2.5, seed: int = 0):
-    """Binary crowd + features for one Max-MIG information structure.
+    """Binary crowd + Gaussian-cluster features for one Max-MIG information structure.
 
+    The crowd is :func:`crowdlearn.simulate_features.maxmig_structures` (the paper's expert
+    counts and matrices) on balanced random truth; features from :func:`class_features`.
     Returns (labels with truth and features attached, senior confusions).
     """
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, 2, n_tasks)
-    if expertise == "low":
-        seniors = np.broadcast_to(np.array([[.55, .45], [.45, .55]]), (10, 2, 2)).copy()
-        n_junior = {"independent": 0, "naive_majority": 15, "correlated": 2}[structure]
-    elif expertise == "high":
-        seniors = _HIGH.copy()
-        n_junior = {"independent": 0, "naive_majority": 5, "correlated": 5}[structure]
-    else:
-        raise ValueError(f"expertise must be 'low' or 'high', got {expertise!r}")
-    ans = _answers(truth, seniors, rng)
-    if structure == "naive_majority":
-        ans = np.hstack([ans, np.zeros((n_tasks, n_junior), dtype=ans.dtype)])
-    elif structure == "correlated":
-        # low expertise: juniors copy seniors 0/1 -> 12 experts; high: 5 juniors -> 10
-        src = np.arange(n_junior) % 2
-        ans = np.hstack([ans, ans[:, src]])
-    elif structure != "independent":
-        raise ValueError(f"structure must be 'independent', 'naive_majority' or 'correlated', got {structure!r}")
     X, _ = class_features(truth, 2, n_features, separation, seed + 1)
-    return _dense_labels(ans, truth, 2, X), seniors
+    labels, planted = maxmig_structures(truth, structure, expertise, X=X, seed=seed + 2, n_classes=2)
+    return labels, planted["confusions"][planted["kind"] == "senior"]
 
 
 def sparse_regular_crowd(n_tasks: int = 1000, l: int = 3, r: int = 4, a: float = 2.0, b: float = 1.0,
