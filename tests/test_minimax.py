@@ -77,3 +77,18 @@ def test_many_classes_and_few_answers_do_not_collapse_to_one_class():
     mv = gold_accuracy(cl.MajorityVote().fit(sub).labels_, sub)
     assert est.labels_.nunique() >= 12
     assert gold_accuracy(est.labels_, sub) > mv - 0.01
+
+
+def test_numba_and_numpy_backends_agree():
+    pytest.importorskip("numba")
+    data = _hard_items_crowd(2, n_tasks=300)
+    gold = pd.Series(data.truth[:30], index=data.tasks[:30])
+    fits = [cl.MinimaxEntropy(backend=b, max_iter=8).fit(data, gold=gold) for b in ("numpy", "numba")]
+    np.testing.assert_allclose(fits[0].history_, fits[1].history_, rtol=1e-9)
+    np.testing.assert_allclose(fits[0].probas_.to_numpy(), fits[1].probas_.to_numpy(), atol=1e-7)
+    np.testing.assert_allclose(fits[0].task_params_, fits[1].task_params_, atol=1e-6)
+    assert np.all(fits[1].label_codes_[:30] == data.truth[:30])  # gold clamps its tasks
+    # the compiled path needs no (answers, K, K) arrays, so the memory guard is numpy's only
+    cl.MinimaxEntropy(backend="numba", max_cells=10, max_iter=2).fit(data)
+    with pytest.raises(ValueError, match="backend"):
+        cl.MinimaxEntropy(backend="gpu").fit(data)

@@ -166,3 +166,67 @@ def confusion_table(counts, pseudo, out):  # pragma: no cover
                     out[base + l, j] = max(out[base + l, j] / den[j], 1e-300)
                 else:
                     out[base + l, j] = 1.0 / k
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def minimax_value_grad(worker, task, label, q, sig, tau, gsig, gtau):  # pragma: no cover
+    """Data term of the minimax-entropy M-step objective and its gradient, in one pass.
+
+    For every answer ``a`` (worker w, task t, label x) and true class c, with logits
+    ``z = sig[w, c] + tau[t, c]``: adds ``-q[t, c] * log_softmax(z)[x]`` to the returned value
+    and ``-q[t, c] * (onehot(x) - softmax(z))`` to ``gsig[w, c]`` and ``gtau[t, c]`` (both
+    zeroed here).  Replaces five (answers, K, K) temporaries of the numpy version.
+    """
+    k = q.shape[1]
+    gsig[:] = 0.0
+    gtau[:] = 0.0
+    z = np.empty(k)
+    val = 0.0
+    for a in range(worker.shape[0]):
+        w = worker[a]
+        t = task[a]
+        x = label[a]
+        for c in range(k):
+            qc = q[t, c]
+            if qc == 0.0:
+                continue
+            m = -np.inf
+            for j in range(k):
+                z[j] = sig[w, c, j] + tau[t, c, j]
+                if z[j] > m:
+                    m = z[j]
+            zx = z[x] - m  # the answer's shifted logit, before exp (exp may underflow)
+            s = 0.0
+            for j in range(k):
+                z[j] = np.exp(z[j] - m)
+                s += z[j]
+            inv = 1.0 / s
+            val -= qc * (zx - np.log(s))
+            for j in range(k):
+                g = qc * z[j] * inv
+                if j == x:
+                    g -= qc
+                gsig[w, c, j] += g
+                gtau[t, c, j] += g
+    return val
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def minimax_task_loglik(worker, task, label, sig, tau, out):  # pragma: no cover
+    """``out[t, c] += log p(x_a | y_t = c)`` over every answer ``a`` of task ``t``."""
+    k = out.shape[1]
+    z = np.empty(k)
+    for a in range(worker.shape[0]):
+        w = worker[a]
+        t = task[a]
+        x = label[a]
+        for c in range(k):
+            m = -np.inf
+            for j in range(k):
+                z[j] = sig[w, c, j] + tau[t, c, j]
+                if z[j] > m:
+                    m = z[j]
+            s = 0.0
+            for j in range(k):
+                s += np.exp(z[j] - m)
+            out[t, c] += z[x] - m - np.log(s)
