@@ -73,7 +73,9 @@ def main(argv=None) -> int:
     rows = []
     for n in names:
         cl_col = acc[n]
-        row = {"dataset": n, "cl ds": cl_col["cl:ds"], "best cl": f"{cl_col.max():.4f} ({cl_col.idxmax()[3:]})"}
+        # --methods may leave ds out: its columns are then nan, not a KeyError
+        row = {"dataset": n, "cl ds": cl_col.get("cl:ds", np.nan),
+               "best cl": f"{cl_col.max():.4f} ({cl_col.idxmax()[3:]})"}
         if ck and n in ck:
             ck_col = table.loc[[i for i in table.index if i.startswith("ck:")], n].dropna()
             row["ck DawidSkene"] = ck_col.get("ck:DawidSkene", np.nan)
