@@ -201,6 +201,15 @@ def test_fill_keeps_real_answers_and_every_task():
     real = set(zip(extra.task, extra.worker, extra.label))
     got = set(zip(filled.task, filled.worker, filled.label))
     assert real <= got
+    # each filled answer is that worker's own prediction (experts evaluated once for all)
+    proj = m.worker_projections_
+    for w in range(extra.n_workers):
+        new = (filled.worker == w) & ~np.isin(filled.task, extra.task[extra.worker == w])
+        if new.any():
+            p = m.predict_proba(extra.features[filled.task[new]], proj.loc[extra.workers[w]].to_numpy())
+            np.testing.assert_array_equal(extra.classes.get_indexer(m.classes_)[p.argmax(1)], filled.label[new])
+    with pytest.raises(ValueError, match="projections"):
+        m.predict_workers(extra.features, [np.arange(3)], np.zeros((2, m.n_experts_)))
     pairs = pd.Series(1, index=pd.MultiIndex.from_arrays([filled.task, filled.worker]))
     assert not pairs.index.duplicated().any()
     rare = extra.workers.get_loc("rare")

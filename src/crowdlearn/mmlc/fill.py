@@ -59,11 +59,11 @@ def fill_labels(model, data: CrowdLabels, b: int | str = "median") -> CrowdLabel
     tasks, workers, labels = [data.task], [data.worker], [data.label]
     proj = model.worker_projections_.to_numpy()
     cls_map = data.classes.get_indexer(model.classes_)  # model class code -> data class code
-    for w in dense:
-        missing = np.flatnonzero(~answered[:, w])
-        if missing.size == 0:
-            continue
-        pred = model.predict_proba(data.features[missing], proj[w_map[w]]).argmax(1)
+    todo = [(w, np.flatnonzero(~answered[:, w])) for w in dense]
+    todo = [(w, missing) for w, missing in todo if missing.size]
+    preds = model.predict_workers(data.features, [m for _, m in todo], proj[w_map[[w for w, _ in todo]]]) \
+        if todo else []
+    for (w, missing), pred in zip(todo, preds):
         tasks.append(missing.astype(np.int32))
         workers.append(np.full(missing.size, w, dtype=np.int32))
         labels.append(cls_map[pred].astype(np.int32))

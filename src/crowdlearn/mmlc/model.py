@@ -330,6 +330,29 @@ class MMLC(BaseEstimator):
                 out.append(torch.log_softmax(lg.double(), -1).exp().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)))
 
+    def predict_workers(self, X, rows: list[np.ndarray], projections: np.ndarray) -> list[np.ndarray]:
+        """Answer codes of many workers, each on its own rows of ``X``.
+
+        ``rows[i]`` indexes the rows of ``X`` for the worker whose projection is
+        ``projections[i]``; returns one array of class codes per worker (the argmax of
+        :meth:`predict_proba`).  The experts, the costly part of the network, run once over
+        ``X`` instead of once per worker; only the mixing and the small tower run per worker.
+        """
+        self._check_fitted()
+        X = self._features(X)
+        g = np.asarray(projections, dtype=np.float64)
+        if g.ndim != 2 or g.shape != (len(rows), self.n_experts_) or not np.all(np.isfinite(g)):
+            raise ValueError(f"projections must be finite, shape ({len(rows)}, {self.n_experts_}), got {g.shape}")
+        with torch.no_grad():
+            f = torch.cat([self.net_.experts(self._tensor(X[s:s + 4096])) for s in range(0, X.shape[0], 4096)], 1)
+            gt = torch.as_tensor(g, dtype=torch.float32, device=f.device)
+            out = []
+            for r, proj in zip(rows, gt):
+                r = torch.as_tensor(np.asarray(r, dtype=np.int64), device=f.device)
+                mixed = torch.einsum("ebd,e->bd", f[:, r], proj)
+                out.append(self.net_.tower(mixed).argmax(1).cpu().numpy())
+        return out
+
     def predict_worker(self, X, worker) -> np.ndarray:
         """Class codes ``worker`` is predicted to answer on the rows of ``X``."""
         return self.predict_proba(X, self.worker_projections_.loc[worker].to_numpy()).argmax(1)
