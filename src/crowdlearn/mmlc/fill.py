@@ -86,6 +86,13 @@ def _base_estimator(base: Any, random_state) -> BaseAggregator:
 class MMLCFill(BaseAggregator):
     """MMLC-df: aggregate crowd labels densified with MMLC's per-worker predictions.
 
+    Caution: filled answers can outnumber real ones by orders of magnitude on sparse crowds
+    (cifar10n: about 120 to 1), and the aggregator then returns the network's own labels.
+    That helps when the features predict the answers well (music, labelme) and costs 22
+    points on cifar10n, whose pixel-PCA features give a 68% classifier against a 91% crowd
+    (benchmarks/RESULTS.md, section 8).  Compare with the base aggregator on the raw answers
+    before trusting it on a new dataset.
+
     Parameters
     ----------
     base : str or aggregator
