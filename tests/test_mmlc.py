@@ -224,7 +224,7 @@ def test_fill_keeps_real_answers_and_every_task():
     assert table["n_labels"].iloc[-1] == extra.n_labels  # nobody has > 1000 answers
 
 
-def test_median_threshold_fills_only_the_denser_half():
+def test_median_threshold_fills_only_the_denser_half(monkeypatch):
     data = _crowd([0.9, 0.8, 0.7, 0.6, 0.9], per_task=2, n_tasks=80, seed=3)
     # make the workers' answer counts unequal: drop most answers of two workers
     frame = data.to_frame()
@@ -236,6 +236,11 @@ def test_median_threshold_fills_only_the_denser_half():
     assert b == int(np.median(counts))
     est = MMLCFill(base="mv", model=MMLC(**SMALL)).fit(sparse)
     assert est.threshold_ == b
+    assert est.fill_ratio_ == pytest.approx((est.filled_.n_labels - sparse.n_labels) / sparse.n_labels)
+    # filling that dwarfs the real answers gets a warning (limit lowered to this crowd's ratio)
+    monkeypatch.setattr("crowdlearn.mmlc.fill.FILL_RATIO_WARNING", est.fill_ratio_ / 2)
+    with pytest.warns(UserWarning, match="predicted answers per real answer"):
+        MMLCFill(base="mv", model=MMLC(**SMALL)).fit(sparse)
     filled_counts = np.bincount(est.filled_.worker, minlength=sparse.n_workers)
     dense = counts > b
     assert np.all(filled_counts[dense] == sparse.n_tasks)  # dense workers answer every task

@@ -16,6 +16,7 @@ aggregator improves with it.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,9 @@ from ..registry import get_method
 from .oracle import _check_features, _make_model
 
 __all__ = ["MMLCFill", "fill_labels", "sweep_density", "density_threshold"]
+
+#: ``MMLCFill.fit`` warns when filling adds more predicted answers per real answer than this
+FILL_RATIO_WARNING = 20.0
 
 
 def density_threshold(data: CrowdLabels, b: int | str) -> int:
@@ -112,6 +116,9 @@ class MMLCFill(BaseAggregator):
         The filled data the base aggregator saw.
     threshold_ : int
         The threshold used (``b`` resolved to a number of answers).
+    fill_ratio_ : float
+        Predicted answers added per real answer; above ``FILL_RATIO_WARNING`` (20; music is
+        about 7, cifar10n about 120) ``fit`` warns.
     """
 
     _requires_features = True
@@ -134,6 +141,12 @@ class MMLCFill(BaseAggregator):
         self.model_ = _make_model(self.model, self.random_state).fit(data)
         self.threshold_ = density_threshold(data, self.b)
         self.filled_ = fill_labels(self.model_, data, self.threshold_)
+        self.fill_ratio_ = (self.filled_.n_labels - data.n_labels) / max(data.n_labels, 1)
+        if self.fill_ratio_ > FILL_RATIO_WARNING:
+            warnings.warn(
+                f"MMLC-df added {self.fill_ratio_:.0f} predicted answers per real answer; the "
+                f"aggregator will mostly return the network's own labels (compare with "
+                f"{self.base!r} on the raw answers, or raise b)", stacklevel=2)
         self.base_ = _base_estimator(self.base, self.random_state)
         self.base_.fit(self.filled_, gold=gold)
         # every task of ``data`` is a task of ``filled_`` (same index), so this is a plain copy
