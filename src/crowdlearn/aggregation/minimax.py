@@ -149,9 +149,10 @@ class MinimaxEntropy(BaseAggregator):
             raise ValueError(f"diag_prior must be finite and >= 0, got {self.diag_prior!r}")
         centre = np.tile((self.diag_prior * np.log(k) * np.eye(k)).ravel(), n_w)
         w_of, t_of, a_of = data.worker, data.task, data.label
-        by_worker = sp.csr_matrix((np.ones(n), (w_of, np.arange(n))), shape=(n_w, n))
-        by_task = sp.csr_matrix((np.ones(n), (t_of, np.arange(n))), shape=(n_t, n))
-        onehot = None if kern is not None else np.eye(k)[a_of]  # numpy path only
+        if kern is None:  # the numpy path's answer -> worker / task sums and one-hot answers
+            by_worker = sp.csr_matrix((np.ones(n), (w_of, np.arange(n))), shape=(n_w, n))
+            by_task = sp.csr_matrix((np.ones(n), (t_of, np.arange(n))), shape=(n_t, n))
+            onehot = np.eye(k)[a_of]
 
         if init is not None:
             q = init.copy()

@@ -244,6 +244,13 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"optimizer must be 'adam', 'adamw' or 'sgd', got {params['optimizer']!r}")
 
     # ------------------------------------------------------------------ helpers
+    def _seed(self) -> int:
+        return 0 if self.random_state is None else int(self.random_state)
+
+    def _new_backbone(self, n_features: int, n_classes: int):
+        """A freshly initialised backbone (draws from torch's generator: seed it first)."""
+        return make_backbone(self.backbone, n_features, n_classes, self.hidden, self.dropout).to(self.device_)
+
     def _make_optimizer(self, params):
         """The ``optimizer`` parameter's optimiser (Adam for methods without that parameter)."""
         kind = getattr(self, "optimizer", "adam")
@@ -306,7 +313,7 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         X = align_features(X, labels, task_index)
         data = labels
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = self._seed()
         self.device_ = resolve_device(self.device)
         self.mean_ = X.mean(0)
         sd = X.std(0)
@@ -320,8 +327,7 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
             seed_everything(seed)
             self._rng = np.random.default_rng(seed)
             Xt = self._to_tensor(X)
-            self.net_ = make_backbone(self.backbone, X.shape[1], data.n_classes, self.hidden,
-                                      self.dropout).to(self.device_)
+            self.net_ = self._new_backbone(X.shape[1], data.n_classes)
             post = self._fit_model(Xt, data)
         del self._rng, self._t0
         post = np.nan_to_num(np.asarray(post, dtype=float), nan=1.0 / data.n_classes)
@@ -353,10 +359,9 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
             # every labelled task, for as many passes as the chosen epoch scaled to the larger
             # set (music, 700 tasks: +1.8 to +3.1 test points for crowd-layer, ccem, two-stage).
             self.refit_epochs_ = max(1, int(round((self.best_epoch_ + 1) * len(labelled) / len(train_idx))))
-            seed_everything(0 if self.random_state is None else int(self.random_state))
-            self._rng = np.random.default_rng(0 if self.random_state is None else int(self.random_state))
-            self.net_ = make_backbone(self.backbone, X.shape[1], data.n_classes, self.hidden,
-                                      self.dropout).to(self.device_)
+            seed_everything(self._seed())
+            self._rng = np.random.default_rng(self._seed())
+            self.net_ = self._new_backbone(X.shape[1], data.n_classes)
             self._train(data, labelled, labelled[:0], self.refit_epochs_, [], refit=True)
         post = self._posteriors(np.arange(data.n_tasks))
         for cb in callbacks:
