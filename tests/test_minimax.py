@@ -92,3 +92,16 @@ def test_numba_and_numpy_backends_agree():
     cl.MinimaxEntropy(backend="numba", max_cells=10, max_iter=2).fit(data)
     with pytest.raises(ValueError, match="backend"):
         cl.MinimaxEntropy(backend="gpu").fit(data)
+
+
+def test_block_solver_reaches_the_joint_solvers_fit():
+    pytest.importorskip("numba")
+    data = _hard_items_crowd(0, n_tasks=600)
+    joint = cl.MinimaxEntropy().fit(data)
+    block = cl.MinimaxEntropy(solver="block").fit(data)
+    assert np.all(np.diff(block.history_) > -1e-6 * data.n_labels)  # both blocks lower the M-step objective
+    assert block.history_[-1] >= joint.history_[-1] - 1e-3 * data.n_labels
+    assert np.mean(block.label_codes_ == joint.label_codes_) > 0.99
+    assert gold_accuracy(block.labels_, data) >= gold_accuracy(joint.labels_, data) - 0.01
+    with pytest.raises(ValueError, match="solver"):
+        cl.MinimaxEntropy(solver="newton").fit(data)
