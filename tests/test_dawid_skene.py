@@ -68,6 +68,37 @@ def test_float32_gather_path_agrees_with_float64(monkeypatch):
     assert np.array_equal(ref.label_codes_[clear], f32.label_codes_[clear])
 
 
+@pytest.mark.skipif(resolve_backend("auto", 10**9) != "numba", reason="numba not installed")
+def test_float32_mstep_counts_with_heavy_rows(monkeypatch):
+    """The float32 count scatter keeps rows with many answers in float64 and agrees with numpy."""
+    from crowdlearn import kernels
+
+    # 6 workers answer every task (heavy rows: ~1000 answers per (worker, class)), 60 answer a few
+    data, _ = planted_crowd(n_tasks=4000, n_workers=6, k=4, per_task=6, seed=8)
+    light, _ = planted_crowd(n_tasks=4000, n_workers=60, k=4, per_task=2, seed=9)
+    frame = pd.concat([data.to_frame(), light.to_frame().assign(worker=lambda f: "x" + f.worker.astype(str))])
+    from crowdlearn import CrowdLabels
+
+    data = CrowdLabels.from_frame(frame)
+    post = np.random.default_rng(0).dirichlet(np.full(4, 0.3), size=data.n_tasks)
+    post[::7] = [1e-9, 1 - 3e-9, 1e-9, 1e-9]  # tiny masses, dropped by a float32 sum of 10^3
+    monkeypatch.setattr(kernels, "FLOAT32_MIN_LABELS", 0)
+    monkeypatch.setattr(kernels, "FLOAT32_ROW_MAX_ANSWERS", 200)
+    ref, ref_tot = kernels.mstep(data, post, "numpy")
+    got, tot = kernels.mstep(data, post, "numba")
+    keys, heavy_rows = kernels._float32_mstep_keys(data)
+    per_row = np.bincount(data.worker_label, minlength=got.shape[0])
+    assert heavy_rows.size and np.array_equal(heavy_rows, np.flatnonzero(per_row > 200))
+    assert np.all(keys[np.isin(data.worker_label, heavy_rows)] < 0)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got[heavy_rows], ref[heavy_rows], rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(tot, ref_tot, rtol=1e-12)
+    # the buffer is overwritten, not accumulated into
+    again, _ = kernels.mstep(data, post, "numba", out=got)
+    np.testing.assert_allclose(again, ref, rtol=2e-6, atol=1e-7)
+
+
 def test_likelihood_increases_and_converges():
     data, _ = planted_crowd(seed=4)
     ds = DawidSkene(alpha=0.0, diag_alpha=0.0).fit(data)

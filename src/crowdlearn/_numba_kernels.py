@@ -122,8 +122,14 @@ def normalize_rows(expd, row_max, post):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def mstep(task_ptr, keys, post, out, class_totals):  # pragma: no cover
-    """out[r] += post[n] for every answer with key r; class_totals += post[n] per task."""
+def mstep(task_ptr, keys, post, out, heavy, class_totals):  # pragma: no cover
+    """out[r] += post[n] for every answer with key r >= 0; class_totals += post[n] per task.
+
+    A negative key ``r`` sends the answer to ``heavy[-r - 1]`` instead.  That lets the caller
+    accumulate most rows in a float32 ``out`` (half the bytes per random update) and the few
+    rows with very many answers in a float64 ``heavy`` table (see ``kernels.mstep``).  With
+    no negative key, ``heavy`` may have zero rows and ``out`` may be float64.
+    """
     n_tasks, k = post.shape
     last = keys.shape[0] - PREFETCH_DISTANCE
     for n in range(n_tasks):
@@ -131,10 +137,17 @@ def mstep(task_ptr, keys, post, out, class_totals):  # pragma: no cover
             class_totals[j] += post[n, j]
         for i in range(task_ptr[n], task_ptr[n + 1]):
             if i < last:
-                prefetch_row(out, keys[i + PREFETCH_DISTANCE])
+                ahead = keys[i + PREFETCH_DISTANCE]
+                if ahead >= 0:
+                    prefetch_row(out, ahead)
             r = keys[i]
-            for j in range(k):
-                out[r, j] += post[n, j]
+            if r >= 0:
+                for j in range(k):
+                    out[r, j] += post[n, j]
+            else:
+                h = -r - 1
+                for j in range(k):
+                    heavy[h, j] += post[n, j]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
