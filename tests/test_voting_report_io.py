@@ -66,6 +66,36 @@ def test_read_write_round_trip(tmp_path, ext):
     assert back.loc[0, "task"] == "007"  # ids stay strings
 
 
+@pytest.mark.parametrize("sep_ext", ["csv", "tsv"])
+def test_fast_delimited_writer_matches_pandas(tmp_path, sep_ext):
+    """The pyarrow writer's text reads back as pandas' does; odd columns fall back to pandas."""
+    pytest.importorskip("pyarrow")
+    from crowdlearn.io import _write_delimited_arrow
+
+    rng = np.random.default_rng(0)
+    p = rng.dirichlet(np.ones(3), size=50)
+    p[0] = [1.0, 0.0, 0.0]
+    df = pd.DataFrame({"task": [f"t{i}" for i in range(50)], "label": p.argmax(1), "confidence": p.max(1)})
+    for j in range(3):
+        df[f"p_{j}"] = p[:, j]
+    df.loc[3, "task"] = "ü-é"
+    df.loc[4, "confidence"] = np.nan
+    sep = "," if sep_ext == "csv" else "\t"
+    fast, slow = tmp_path / f"fast.{sep_ext}", tmp_path / f"slow.{sep_ext}"
+    assert _write_delimited_arrow(df, fast, sep)
+    df.to_csv(slow, index=False, sep=sep)
+    pd.testing.assert_frame_equal(pd.read_csv(fast, sep=sep), pd.read_csv(slow, sep=sep))
+    assert open(fast).readline() == open(slow).readline()  # unquoted header
+    # values needing quotes, booleans, mixed-type ids, compressed names: pandas writes them
+    for odd in (df.assign(task=[f"a{sep}b"] * 50), df.assign(label=df.label > 0),
+                df.assign(task=[1, "a"] * 25)):
+        assert not _write_delimited_arrow(odd, tmp_path / f"odd.{sep_ext}", sep)
+        write_table(odd, tmp_path / f"odd.{sep_ext}")
+        back = pd.read_csv(tmp_path / f"odd.{sep_ext}", sep=sep)
+        assert back.shape == odd.shape and list(back.columns) == list(odd.columns)
+    assert not _write_delimited_arrow(df, tmp_path / f"x.{sep_ext}.gz", sep)
+
+
 def test_bundled_dataset_loads_with_gold():
     data = cl.datasets.load("zencrowd_us")
     assert data.n_labels == 12190 and data.n_tasks == 2040 and np.all(data.truth >= 0)
