@@ -99,6 +99,55 @@ def test_float32_mstep_counts_with_heavy_rows(monkeypatch):
     np.testing.assert_allclose(again, ref, rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.skipif(resolve_backend("auto", 10**9) != "numba", reason="numba not installed")
+@pytest.mark.parametrize("float32", [False, True])
+def test_threads_give_the_same_fit(monkeypatch, float32):
+    """n_jobs splits the tasks into blocks: same posteriors per E-step, counts to rounding."""
+    from crowdlearn import kernels
+
+    if float32:
+        monkeypatch.setattr(kernels, "FLOAT32_MIN_LABELS", 0)
+        monkeypatch.setattr(kernels, "FLOAT32_ROW_MAX_ANSWERS", 300)  # some heavy rows too
+    data, _ = planted_crowd(n_tasks=2000, n_workers=30, k=4, per_task=5, seed=11)
+    one = DawidSkene(backend="numba", max_iter=15, tol=0).fit(data)
+    three = DawidSkene(backend="numba", max_iter=15, tol=0, n_jobs=3).fit(data)
+    again = DawidSkene(backend="numba", max_iter=15, tol=0, n_jobs=3).fit(data)
+    np.testing.assert_array_equal(three.probas_.to_numpy(), again.probas_.to_numpy())  # reproducible
+    np.testing.assert_allclose(one.probas_.to_numpy(), three.probas_.to_numpy(), atol=1e-6)
+    np.testing.assert_allclose(one.confusions_, three.confusions_, atol=1e-6)
+    # float32 counts summed in 3 blocks instead of 1: rounding ~1e-7 relative
+    np.testing.assert_allclose(one.history_, three.history_, rtol=1e-7 if float32 else 1e-9)
+    assert np.array_equal(one.label_codes_, three.label_codes_)
+    # a single E-step: identical posteriors for any number of blocks
+    post = np.random.default_rng(0).dirichlet(np.ones(4), size=data.n_tasks)
+    counts1, tot1 = kernels.mstep(data, post, "numba", n_threads=1)
+    counts4, tot4 = kernels.mstep(data, post, "numba", n_threads=4)
+    np.testing.assert_allclose(counts4, counts1, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(tot4, tot1, rtol=1e-12)
+    table = np.log(np.random.default_rng(1).dirichlet(np.ones(4), size=data.n_workers * 4))
+    q1, ll1 = kernels.estep(data, table, np.log(np.full(4, 0.25)), "numba", n_threads=1)
+    q4, ll4 = kernels.estep(data, table, np.log(np.full(4, 0.25)), "numba", n_threads=4)
+    np.testing.assert_array_equal(q1, q4)
+    assert ll4 == pytest.approx(ll1, rel=1e-12)
+
+
+def test_task_blocks_and_n_jobs():
+    from crowdlearn import kernels
+
+    data, _ = planted_crowd(n_tasks=101, n_workers=10, k=3, per_task=3, seed=1)
+    for n in (1, 2, 7, 500):
+        blocks = kernels.task_blocks(data, n)
+        assert blocks[0][0] == 0 and blocks[-1][1] == data.n_tasks
+        assert all(a < b for a, b in blocks) and all(b == c for (_, b), (c, _) in zip(blocks, blocks[1:]))
+        assert len(blocks) == min(n, data.n_tasks)
+    sizes = [data.task_ptr[b] - data.task_ptr[a] for a, b in kernels.task_blocks(data, 4)]
+    assert max(sizes) - min(sizes) <= 2 * 3  # balanced by answers, up to a task's answers
+    assert kernels.resolve_n_jobs(None) == 1 and kernels.resolve_n_jobs(3) == 3
+    assert kernels.resolve_n_jobs(-1) >= 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        DawidSkene(n_jobs=0).fit(data)
+
+
 def test_likelihood_increases_and_converges():
     data, _ = planted_crowd(seed=4)
     ds = DawidSkene(alpha=0.0, diag_alpha=0.0).fit(data)

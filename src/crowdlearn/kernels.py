@@ -91,12 +91,16 @@ def estep(
     log_prior: np.ndarray,
     backend: str = "numpy",
     out: np.ndarray | None = None,
+    n_threads: int = 1,
 ) -> tuple[np.ndarray, float]:
     """Posteriors ``q`` (N x K) and the marginal log-likelihood ``sum_n log p(answers_n)``.
 
     ``log_table`` has shape (W*K, K): ``log_table[w*K + l, j] = log P(label l | truth j, w)``.
     ``out`` (numba back end): a C-contiguous float64 (N x K) buffer to write the posteriors
     into, so an EM loop does not allocate (and page-fault) N x K memory every iteration.
+    ``n_threads`` (numba back end): split the tasks into that many blocks of about equal
+    answer counts, one thread each (see :func:`task_blocks`); every posterior is computed
+    exactly as with one thread, the log-likelihood is summed block by block.
     """
     log_table = np.ascontiguousarray(log_table, dtype=np.float64)
     log_prior = np.ascontiguousarray(log_prior, dtype=np.float64)
@@ -115,9 +119,14 @@ def estep(
             floor = -80.0
         else:
             table, shifted, floor = log_table, post, -700.0
-        kern.shifted_logits(data.task_ptr, data.worker_label, table, log_prior, shifted, row_max, floor)
-        np.exp(shifted, out=shifted)  # one vectorised pass; all entries are <= 0
-        ll = kern.normalize_rows(shifted, row_max, post)
+
+        def block(lo: int, hi: int) -> float:
+            kern.shifted_logits(data.task_ptr[lo:hi + 1], data.worker_label, table, log_prior,
+                                shifted[lo:hi], row_max[lo:hi], floor)
+            np.exp(shifted[lo:hi], out=shifted[lo:hi])  # vectorised; all entries are <= 0
+            return kern.normalize_rows(shifted[lo:hi], row_max[lo:hi], post[lo:hi])
+
+        ll = sum(_map_blocks(block, task_blocks(data, n_threads)))
         return post, float(ll)
     logits = data.incidence() @ log_table
     logits += log_prior
@@ -125,13 +134,19 @@ def estep(
 
 
 def mstep(
-    data: CrowdLabels, post: np.ndarray, backend: str = "numpy", out: np.ndarray | None = None
+    data: CrowdLabels,
+    post: np.ndarray,
+    backend: str = "numpy",
+    out: np.ndarray | None = None,
+    n_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Soft counts and class totals.
 
     Returns ``counts`` (W*K x K) with ``counts[w*K + l, j] = sum of q_n(j) over w's answers
     l`` and ``class_totals[j] = sum_n q_n(j)``.  ``out`` (numba back end): a reusable
-    C-contiguous float64 (W*K x K) buffer for ``counts`` (overwritten).
+    C-contiguous float64 (W*K x K) buffer for ``counts`` (overwritten).  ``n_threads``
+    (numba back end): one private count table per block of tasks, summed in block order, so
+    the result depends on ``n_threads`` only through float rounding and is reproducible.
     """
     post = np.ascontiguousarray(post, dtype=np.float64)
     if backend == "numba":
@@ -139,19 +154,64 @@ def mstep(
         shape = (data.n_workers * data.n_classes, post.shape[1])
         if out is None or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
             out = np.empty(shape, dtype=np.float64)
-        totals = np.zeros(post.shape[1], dtype=np.float64)
         if data.n_labels >= FLOAT32_MIN_LABELS:
             keys, heavy_rows = _float32_mstep_keys(data)
-            light = np.zeros(shape, dtype=np.float32)
+            dtype = np.float32
+        else:
+            keys, heavy_rows, dtype = data.worker_label, np.empty(0, dtype=np.intp), np.float64
+
+        def block(lo: int, hi: int):
+            light = np.zeros(shape, dtype=dtype)
             heavy = np.zeros((heavy_rows.size, shape[1]), dtype=np.float64)
-            kern.mstep(data.task_ptr, keys, post, light, heavy, totals)
-            out[...] = light  # heavy rows are zero in ``light``; overwritten next
-            out[heavy_rows] = heavy
-            return out, totals
-        out.fill(0.0)
-        kern.mstep(data.task_ptr, data.worker_label, post, out, np.empty((0, shape[1])), totals)
-        return out, totals
+            totals = np.zeros(shape[1], dtype=np.float64)
+            kern.mstep(data.task_ptr[lo:hi + 1], keys, post[lo:hi], light, heavy, totals)
+            return light, heavy, totals
+
+        parts = _map_blocks(block, task_blocks(data, n_threads))
+        out[...] = parts[0][0]  # heavy rows are zero in every ``light`` table
+        for light, _, _ in parts[1:]:
+            out += light
+        out[heavy_rows] = sum(p[1] for p in parts)
+        return out, sum(p[2] for p in parts)
     return np.asarray(data.incidence().T @ post), post.sum(axis=0)
+
+
+def task_blocks(data: CrowdLabels, n_blocks: int) -> list[tuple[int, int]]:
+    """``n_blocks`` consecutive task ranges ``[lo, hi)`` with about equal numbers of answers.
+
+    Fewer blocks when there are fewer tasks (never an empty block, except for no tasks).
+    """
+    n_blocks = max(1, min(int(n_blocks), data.n_tasks))
+    if n_blocks == 1:
+        return [(0, data.n_tasks)]
+    cuts = np.searchsorted(data.task_ptr, np.linspace(0, data.n_labels, n_blocks + 1)[1:-1])
+    bounds = np.unique(np.concatenate([[0], np.clip(cuts, 1, data.n_tasks - 1), [data.n_tasks]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _map_blocks(fn, blocks: list[tuple[int, int]]) -> list:
+    """``[fn(lo, hi) for (lo, hi) in blocks]``, one thread per block when there are several.
+
+    The compiled loops and numpy's ``exp`` release the GIL, so the blocks run in parallel.
+    """
+    if len(blocks) == 1:
+        return [fn(*blocks[0])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
+        return list(pool.map(lambda b: fn(*b), blocks))
+
+
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """scikit-learn's convention: None -> 1, -1 -> every core, -2 -> all but one, ..."""
+    if n_jobs is None:
+        return 1
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a positive number of threads or negative (-1: all cores), got 0")
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return n_jobs
 
 
 def _float32_mstep_keys(data: CrowdLabels) -> tuple[np.ndarray, np.ndarray]:
