@@ -15,6 +15,7 @@ Usage::
     python benchmarks/speed.py --big              # adds 1e7 labels (crowdlearn only by default)
     python benchmarks/speed.py --cases ds:1e6 glad:1e5
     python benchmarks/speed.py --all 1e6 --no-crowdkit   # every registered method at 1e6 labels
+    python benchmarks/speed.py --cases ds:1e7 --no-crowdkit --n-jobs 2   # two threads
 
 Methods without a crowd-kit counterpart run on the crowdlearn side only, with their defaults.
 """
@@ -62,6 +63,8 @@ if {iters!r} is not None:
     est.set_params(**{{key: {iters!r}}})
     if "tol" in params:
         est.set_params(tol=0)
+if {n_jobs!r} is not None and "n_jobs" in params:
+    est.set_params(n_jobs={n_jobs!r})
 if {warmup!r}:
     est.fit(data)               # warm-up: numba compilation / caches
 t0 = time.process_time(); w0 = time.perf_counter()
@@ -75,8 +78,9 @@ print(json.dumps({{"cpu_time": cpu, "time": wall, "n_iter": est.n_iter_, "accura
 
 
 def crowdlearn_fit(npz: Path, method: str, iters: int | None, warmup: bool = True,
-                   timeout: float | None = None) -> dict:
-    code = _CHILD.format(here=str(HERE), npz=str(npz), method=method, iters=iters, warmup=warmup)
+                   timeout: float | None = None, n_jobs: int | None = None) -> dict:
+    code = _CHILD.format(here=str(HERE), npz=str(npz), method=method, iters=iters, warmup=warmup,
+                         n_jobs=n_jobs)
     env = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     import os
 
@@ -110,6 +114,8 @@ def main(argv=None) -> int:
                    help="workers in the synthetic crowd (default n_labels / 100: 10^4 at 1e6, "
                         "too sparse for the moment methods, which then fall back to MV)")
     p.add_argument("--no-crowdkit", action="store_true")
+    p.add_argument("--n-jobs", type=int, default=None,
+                   help="threads for methods with an n_jobs parameter (default: one)")
     p.add_argument("--no-warmup", action="store_true", help="time the first fit (includes JIT)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per crowdlearn fit")
     args = p.parse_args(argv)
@@ -129,7 +135,7 @@ def main(argv=None) -> int:
             if not npz.exists():
                 task, worker, label, truth = make_ds_codes(n, n_classes=5, n_workers=args.workers, seed=0)
                 save_npz(npz, task, worker, label, truth)
-            ours = crowdlearn_fit(npz, method, iters, not args.no_warmup, args.timeout)
+            ours = crowdlearn_fit(npz, method, iters, not args.no_warmup, args.timeout, args.n_jobs)
             theirs = {}
             if ck and ck_name and n <= args.crowdkit_max_labels:
                 theirs = crowdkit_speed(
@@ -142,6 +148,7 @@ def main(argv=None) -> int:
                 "iterations": ours.get("n_iter"),
                 "crowdlearn s": ours.get("cpu_time"),
                 "crowdlearn s/iter": (ours["cpu_time"] / ours["n_iter"]) if ours.get("n_iter") else None,
+                "crowdlearn wall s": ours.get("time"),
                 "crowdlearn MB": ours.get("peak_rss_mb"),
                 "crowdlearn acc": ours.get("accuracy"),
                 "crowdlearn error": (ours.get("error") or "")[:60] or None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["read_table", "write_table", "detect_format", "load_folder"]
@@ -116,45 +117,50 @@ def write_table(df: pd.DataFrame, path: str | Path) -> None:
 
 
 def _write_delimited_arrow(df: pd.DataFrame, path: Path, sep: str) -> bool:
-    """Write ``df`` with pyarrow's CSV writer; False (nothing written) when it cannot.
+    """Write ``df`` with pyarrow's CSV writer; False when this frame should go to pandas.
 
     pandas formats floats in Python, about 10 us per value: writing the per-task table of
-    2*10^6 tasks x 5 classes took 21 s with ``to_csv`` and 1.6 s here.  The text is what
-    pandas writes (header unquoted, shortest round-trip floats, empty cells for missing
-    values), except that integral floats print as ``1`` rather than ``1.0``.  Used only for
-    an uncompressed file (pandas infers compression from the name) whose columns are numbers
-    or text; booleans (pyarrow writes ``true``), mixed-type ids, values that need quoting
-    and a missing pyarrow all go to pandas.
+    2*10^6 tasks x 5 classes took 21 s with ``to_csv`` and 1.6 s here.  The header and text
+    and integer cells are what pandas writes; float cells are the same numbers in pyarrow's
+    shortest round-trip spelling (``1`` for 1.0, ``0.00001`` for 1e-05), so this path is
+    taken only when float columns hold non-integral values (integral floats such as float
+    ids would read back as different strings).  Everything unusual goes to pandas: fewer
+    than two columns (a lone missing value would be an empty line), duplicate or non-string
+    column names, booleans, bytes, mixed-type ids, values that need quoting, compressed file
+    names, or no pyarrow.
     """
-    if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt"):
+    if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt") or df.shape[1] < 2:
+        return False
+    if not df.columns.is_unique or not all(
+        isinstance(c, str) and not any(ch in c for ch in (sep, '"', "\n", "\r")) for c in df.columns
+    ):
         return False
     for col in df.columns:
-        dtype = df[col].dtype
-        if pd.api.types.is_bool_dtype(dtype) or not (
-            pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
-        ):
-            return False
+        values = df[col]
+        if pd.api.types.is_float_dtype(values.dtype):
+            finite = values.to_numpy(dtype=float, na_value=np.nan)
+            finite = finite[np.isfinite(finite)]
+            if finite.size and np.all(finite == np.round(finite)):
+                return False  # e.g. float ids or an all-0/1 column: pandas keeps "1.0"
+        elif pd.api.types.is_integer_dtype(values.dtype) and not pd.api.types.is_extension_array_dtype(values.dtype):
+            continue
+        elif pd.api.types.infer_dtype(values, skipna=True) != "string":
+            return False  # booleans, bytes, mixed types, nullable ints, ...
     try:
         import pyarrow as pa
         import pyarrow.csv as pacsv
     except ImportError:
         return False
-    import csv
-    import io
-
     try:
         table = pa.Table.from_pandas(df, preserve_index=False)
-    except (TypeError, ValueError, pa.ArrowException):  # e.g. ids mixing numbers and text
+    except Exception:  # noqa: BLE001 - any conversion problem: let pandas write it
         return False
-    if any(pa.types.is_boolean(t) for t in table.schema.types):  # an object column of bools
-        return False
-    header = io.StringIO()
-    csv.writer(header, delimiter=sep, lineterminator="\n").writerow([str(c) for c in df.columns])
-    # quoting "none" refuses values with separators, quotes or newlines; pandas then quotes them
+    # quoting "none" refuses values with separators, quotes or newlines; pandas then writes
+    # the file again from the start
     options = pacsv.WriteOptions(include_header=False, delimiter=sep, quoting_style="none")
     try:
         with open(path, "wb") as fh:
-            fh.write(header.getvalue().encode("utf-8"))
+            fh.write((sep.join(df.columns) + "\n").encode("utf-8"))
             pacsv.write_csv(table, fh, write_options=options)
     except pa.ArrowInvalid:
         return False

@@ -11,21 +11,26 @@ Two back ends compute them: a scipy sparse-product path (always available, best 
 data because nothing needs compiling) and fused numba loops (``pip install crowdlearn[fast]``)
 that make one pass over the answers and avoid the (L x K) temporaries.  ``backend="auto"``
 uses numba for large inputs when it is importable.  Both give the same numbers to rounding,
-with one deliberate exception: from ``FLOAT32_MIN_LABELS`` answers on, the numba E-step
-gathers from a float32 copy of the log table and exponentiates in float32 (per-task sums
-stay float64, posteriors are float64).  At that size the random table reads
-and the N x K exponentials dominate the iteration: float32 halves the cache misses (at 10^5
-workers the float64 table, 20 MB, no longer fits in cache) and numpy's float32 ``exp`` is
-SIMD (3-4x faster than float64 here); the E-step at 10^7 answers went from 0.18 s to 0.11 s.
-Posteriors then agree with the float64 path to ~1e-6 (absolute), far below anything that
-changes a label.
-From the same size on, the numba M-step scatters into a float32 count table (20 bytes per
-random update instead of 40; at 10^7 answers and 10^5 workers the pass went from 0.23 s to
-0.16 s in a same-process A/B), except for rows with more than ``FLOAT32_ROW_MAX_ANSWERS``
-answers, which go to a float64 side table.  The cap bounds the float32 error: a sum of n terms in [0, 1] is off by
-at most n * 2^-24 relative, 6e-5 at n = 1024, whereas a heavy worker's row (10^5 answers)
-would silently drop posterior mass below half a float32 ulp of its running sum.  Counts are
-returned as float64 either way.
+with two deliberate exceptions from ``FLOAT32_MIN_LABELS`` answers on:
+
+* the numba E-step gathers from a float32 copy of the log table and exponentiates in
+  float32 (per-task sums stay float64, posteriors are float64).  At that size the random
+  table reads and the N x K exponentials dominate the iteration: float32 halves the cache
+  misses (at 10^5 workers the float64 table, 20 MB, no longer fits in cache) and numpy's
+  float32 ``exp`` is SIMD (3-4x faster than float64 here); the E-step at 10^7 answers went
+  from 0.18 s to 0.11 s.  Posteriors agree with the float64 path to ~1e-6 (absolute), far
+  below anything that changes a label;
+* the numba M-step scatters into a float32 count table (half the bytes per random update;
+  at 10^7 answers, K = 5 and 10^5 workers the pass went from 0.23 s to 0.16 s in a
+  same-process A/B), except for rows with more than ``FLOAT32_ROW_MAX_ANSWERS`` answers,
+  which go to a float64 side table.  The cap bounds the float32 error: a sum of n terms in
+  [0, 1] is off by at most n * 2^-24 relative, 6e-5 at n = 1024, whereas a heavy worker's
+  row (10^5 answers) would silently drop posterior mass below half a float32 ulp of its
+  running sum.  Counts are returned as float64 either way.
+
+Both passes can run on several threads (``n_threads``): the tasks are cut into blocks of
+about equal answer counts (:func:`task_blocks`), the compiled loops release the GIL, and
+the M-step gives each block its own count table, summed in block order.
 """
 
 from __future__ import annotations
@@ -232,5 +237,6 @@ def _float32_mstep_keys(data: CrowdLabels) -> tuple[np.ndarray, np.ndarray]:
         slot = np.zeros(n_rows, dtype=keys.dtype)
         slot[heavy_rows] = -1 - np.arange(heavy_rows.size, dtype=keys.dtype)
         keys = np.where(slot[keys] < 0, slot[keys], keys)
+    keys.flags.writeable = False  # shared by every later fit on ``data``
     data._codes_cache["float32_mstep_keys"] = (keys, heavy_rows, FLOAT32_ROW_MAX_ANSWERS)
     return keys, heavy_rows
