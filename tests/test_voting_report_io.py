@@ -109,6 +109,31 @@ def test_fast_delimited_writer_matches_pandas(tmp_path, sep_ext):
     assert read_table(tmp_path / f"ids.{sep_ext}").task.tolist() == ["1.0", "2.0"]
 
 
+@pytest.mark.parametrize("name", ["odd.csv", "odd.csv.gz", "odd.tsv"])
+def test_fast_reader_reads_what_pandas_reads(tmp_path, name):
+    """pyarrow's parser (when installed) gives the C parser's frame: text stays text."""
+    import gzip
+
+    sep = "\t" if name.endswith("tsv") else ","
+    rows = [["task", "worker", "label"], ["007", "NA", "null"], ["a b", "NaN", "None"],
+            ["t3", "", "x"], [" \u00e9 ", " w ", "n/a"], ["t5", "#N/A", "-nan"]]
+    text = "\n".join(sep.join(r) for r in rows) + "\n"
+    path = tmp_path / name
+    if name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    got = read_table(path, columns=["task", "worker", "label"])
+    ref = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], engine="c")
+    pd.testing.assert_frame_equal(got, ref)
+    assert got.loc[0].tolist() == ["007", "NA", "null"] and got.worker.isna().sum() == 1
+    # a ragged row: the C parser's reading (short rows padded), so its errors and checks apply
+    bad = tmp_path / f"bad.{name}".replace(".gz", "")
+    bad.write_text(sep.join(["task", "worker", "label"]) + "\n1" + sep + "2\n3" + sep + "4" + sep + "5\n")
+    assert read_table(bad).shape == (2, 3)
+
+
 def test_bundled_dataset_loads_with_gold():
     data = cl.datasets.load("zencrowd_us")
     assert data.n_labels == 12190 and data.n_tasks == 2040 and np.all(data.truth >= 0)
