@@ -75,8 +75,11 @@ def _cmd_aggregate(args) -> int:
         if vcol is None:
             raise UsageError(f"{args.gold}: expected columns task,truth; found {list(gdf.columns)}")
         truth = gdf.set_index(tcol)[vcol]
+        del gdf
     classes = args.classes.split(",") if args.classes else None
     data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth)
+    has_gold = truth is not None
+    del df, truth  # the string frames cost more memory than the fit itself at 10^7 rows
     est = _make_estimator(args.method, args.seed, _parse_params(args.param))
     t0 = time.perf_counter()
     est.fit(data)
@@ -91,7 +94,7 @@ def _cmd_aggregate(args) -> int:
         f"{data.n_classes} classes; {est.n_iter_} iterations, "
         f"converged={est.converged_}, {elapsed:.3f} s"
     )
-    if truth is not None:
+    if has_gold:
         summary += f"; accuracy on {int((data.truth >= 0).sum())} gold tasks = {gold_accuracy(est.labels_, data):.4f}"
     print(summary, file=sys.stderr)
     for attr in ("reason_", "fallback_"):  # why `auto` chose, why a moment method fell back
