@@ -124,6 +124,16 @@ def test_threads_give_the_same_fit(monkeypatch, float32):
     counts4, tot4 = kernels.mstep(data, post, "numba", n_threads=4)
     np.testing.assert_allclose(counts4, counts1, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(tot4, tot1, rtol=1e-12)
+    seen = []
+    monkeypatch.setattr(kernels, "_map_blocks", lambda fn, blocks: seen.append(len(blocks)) or [fn(*b) for b in blocks])
+    many, _ = kernels.mstep(data, post, "numba", n_threads=1000)
+    cells = data.n_workers * 4 * 4
+    assert seen == [data.n_labels // cells]  # capped: each block has as many answers as table cells
+    np.testing.assert_allclose(many, counts1, rtol=1e-6, atol=1e-9)
+    monkeypatch.undo()
+    if float32:
+        monkeypatch.setattr(kernels, "FLOAT32_MIN_LABELS", 0)
+        monkeypatch.setattr(kernels, "FLOAT32_ROW_MAX_ANSWERS", 300)
     table = np.log(np.random.default_rng(1).dirichlet(np.ones(4), size=data.n_workers * 4))
     q1, ll1 = kernels.estep(data, table, np.log(np.full(4, 0.25)), "numba", n_threads=1)
     q4, ll4 = kernels.estep(data, table, np.log(np.full(4, 0.25)), "numba", n_threads=4)
@@ -142,10 +152,13 @@ def test_task_blocks_and_n_jobs():
         assert len(blocks) == min(n, data.n_tasks)
     sizes = [data.task_ptr[b] - data.task_ptr[a] for a, b in kernels.task_blocks(data, 4)]
     assert max(sizes) - min(sizes) <= 2 * 3  # balanced by answers, up to a task's answers
-    assert kernels.resolve_n_jobs(None) == 1 and kernels.resolve_n_jobs(3) == 3
-    assert kernels.resolve_n_jobs(-1) >= 1
-    with pytest.raises(ValueError, match="n_jobs"):
-        DawidSkene(n_jobs=0).fit(data)
+    cores = kernels.usable_cores()
+    assert kernels.resolve_n_jobs(None) == 1 and kernels.resolve_n_jobs(1) == 1
+    assert kernels.resolve_n_jobs(3) == min(3, cores) and kernels.resolve_n_jobs(10_000) == cores
+    assert kernels.resolve_n_jobs(-1) == cores and kernels.resolve_n_jobs(-10_000) == 1
+    for bad in (0, 2.7, "2", True):
+        with pytest.raises(ValueError, match="n_jobs"):
+            DawidSkene(n_jobs=bad).fit(data)
 
 
 def test_likelihood_increases_and_converges():

@@ -128,6 +128,17 @@ def test_fast_reader_reads_what_pandas_reads(tmp_path, name):
     ref = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     pd.testing.assert_frame_equal(got, ref)
     assert got.loc[0].tolist() == ["007", "NA", "null"] and got.worker.isna().sum() == 1
+    from crowdlearn.io import _read_delimited_arrow
+
+    fast = _read_delimited_arrow(path, sep)
+    if name.endswith(".gz"):
+        assert fast is None  # compressed: pandas reads it
+    elif fast is not None:  # pyarrow installed: its frame is the C parser's
+        pd.testing.assert_frame_equal(fast, ref)
+    # one-column files go to pandas (a line of spaces is blank to it, a value to pyarrow)
+    one = tmp_path / "one.csv"
+    one.write_text("task\nt1\n   \nt2\n")
+    assert _read_delimited_arrow(one, ",") is None and read_table(one).task.tolist() == ["t1", "t2"]
     # a ragged row: the C parser's reading (short rows padded), so its errors and checks apply
     bad = tmp_path / f"bad.{name}".replace(".gz", "")
     bad.write_text(sep.join(["task", "worker", "label"]) + "\n1" + sep + "2\n3" + sep + "4" + sep + "5\n")

@@ -148,10 +148,13 @@ def mstep(
     """Soft counts and class totals.
 
     Returns ``counts`` (W*K x K) with ``counts[w*K + l, j] = sum of q_n(j) over w's answers
-    l`` and ``class_totals[j] = sum_n q_n(j)``.  ``out`` (numba back end): a reusable
-    C-contiguous float64 (W*K x K) buffer for ``counts`` (overwritten).  ``n_threads``
-    (numba back end): one private count table per block of tasks, summed in block order, so
-    the result depends on ``n_threads`` only through float rounding and is reproducible.
+    l`` and ``class_totals[j] = sum_n q_n(j)``.  ``out`` (numba back end): a C-contiguous
+    float64 (W*K x K) array to return the counts in (overwritten); on the one-thread float64
+    path the loop scatters into it directly, otherwise into scratch tables copied into it.
+    ``n_threads`` (numba back end): one private count table per block of tasks, summed in
+    block order, so the result depends on ``n_threads`` only through float rounding and is
+    reproducible.  Blocks are capped so that each has at least as many answers as its table
+    has cells (zeroing and summing the tables would cost more than the threads save).
     """
     post = np.ascontiguousarray(post, dtype=np.float64)
     if backend == "numba":
@@ -164,6 +167,13 @@ def mstep(
             dtype = np.float32
         else:
             keys, heavy_rows, dtype = data.worker_label, np.empty(0, dtype=np.intp), np.float64
+        cells = shape[0] * shape[1]
+        blocks = task_blocks(data, min(n_threads, max(1, data.n_labels // max(cells, 1))))
+        if dtype == np.float64 and len(blocks) == 1:
+            out.fill(0.0)
+            totals = np.zeros(shape[1], dtype=np.float64)
+            kern.mstep(data.task_ptr, keys, post, out, np.empty((0, shape[1])), totals)
+            return out, totals
 
         def block(lo: int, hi: int):
             light = np.zeros(shape, dtype=dtype)
@@ -172,7 +182,7 @@ def mstep(
             kern.mstep(data.task_ptr[lo:hi + 1], keys, post[lo:hi], light, heavy, totals)
             return light, heavy, totals
 
-        parts = _map_blocks(block, task_blocks(data, n_threads))
+        parts = _map_blocks(block, blocks)
         out[...] = parts[0][0]  # heavy rows are zero in every ``light`` table
         for light, _, _ in parts[1:]:
             out += light
@@ -182,9 +192,10 @@ def mstep(
 
 
 def task_blocks(data: CrowdLabels, n_blocks: int) -> list[tuple[int, int]]:
-    """``n_blocks`` consecutive task ranges ``[lo, hi)`` with about equal numbers of answers.
+    """At most ``n_blocks`` consecutive task ranges ``[lo, hi)`` of about equal answer counts.
 
-    Fewer blocks when there are fewer tasks (never an empty block, except for no tasks).
+    Never an empty block (except for data without tasks).  Balance is only as fine as one
+    task's answers, so a few very large tasks give fewer blocks than asked.
     """
     n_blocks = max(1, min(int(n_blocks), data.n_tasks))
     if n_blocks == 1:
@@ -207,16 +218,30 @@ def _map_blocks(fn, blocks: list[tuple[int, int]]) -> list:
         return list(pool.map(lambda b: fn(*b), blocks))
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def resolve_n_jobs(n_jobs: int | None) -> int:
-    """scikit-learn's convention: None -> 1, -1 -> every core, -2 -> all but one, ..."""
+    """Threads for ``n_jobs``, scikit-learn's convention, capped at the usable cores.
+
+    None -> 1, -1 -> every usable core, -2 -> all but one, ...; a positive number above the
+    core count gives the core count (more threads only add count tables and contention).
+    """
     if n_jobs is None:
         return 1
-    n_jobs = int(n_jobs)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a positive number of threads or negative (-1: all cores), got 0")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(
+            f"n_jobs must be None, a positive number of threads or negative (-1: every core), got {n_jobs!r}"
+        )
+    cores = usable_cores()
     if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
-    return n_jobs
+        return max(1, cores + 1 + int(n_jobs))
+    return min(int(n_jobs), cores)
 
 
 def _float32_mstep_keys(data: CrowdLabels) -> tuple[np.ndarray, np.ndarray]:

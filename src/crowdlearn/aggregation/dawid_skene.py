@@ -68,9 +68,12 @@ class DawidSkene(ConfusionAggregator):
         Seed of the tie-breaking rule.
     n_jobs : int, optional
         Threads for the numba back end's E- and M-step passes (scikit-learn's convention:
-        None means 1, -1 every core).  Each thread takes a block of tasks; the posteriors of
-        an E-step are the same for any ``n_jobs``, the M-step counts differ only in float
-        rounding (about 1e-7 relative), and a fit is reproducible for a given ``n_jobs``.
+        None means 1, -1 every usable core; capped at the usable cores).  Each thread takes a
+        block of tasks and, in the M-step, its own (W*K x K) count table (memory grows by one
+        table per thread).  The posteriors of an E-step are the same for any ``n_jobs``; the
+        M-step counts differ only in float rounding (about 1e-7 relative from
+        ``kernels.FLOAT32_MIN_LABELS`` answers on, 1e-16 below), and a fit is reproducible
+        for a given ``n_jobs`` on a given machine (-1 depends on its core count).
         On this project's 2-core test machine two threads made an EM iteration at 10^7
         answers 1.1-1.5x faster (the passes are bound by memory access, which the cores
         share; benchmarks/RESULTS.md, section 2).
@@ -139,8 +142,9 @@ class DawidSkene(ConfusionAggregator):
         ll_prev = -np.inf
         n_answers = max(data.n_labels, 1)
         self.converged_ = False
-        # reusable (W*K x K) and (N x K) buffers: at 10^7 answers, allocating them afresh costs
-        # page faults every iteration
+        # reusable (W*K x K) count and (N x K) posterior outputs: at 10^7 answers, allocating
+        # them afresh costs page faults every iteration (float32 / per-thread scratch tables
+        # are still allocated per M-step)
         work = {"counts": None, "post": None, "threads": threads}
         for it in range(self.max_iter):
             log_table, log_prior = self._m_step(data, post, pseudo, backend, work)
