@@ -243,11 +243,16 @@ class CrowdLabels:
         n_tasks = size(n_tasks, tasks, task)
         n_workers = size(n_workers, workers, worker)
         n_classes = size(n_classes, classes, label)
-        order = np.argsort(task, kind="stable")
+        if task.size and np.all(task[1:] >= task[:-1]):
+            # already sorted by task (files often are): copies, not a 10^7 argsort (1.8 s)
+            task, worker, label = task.copy(), worker.copy(), label.copy()
+        else:
+            order = np.argsort(task, kind="stable")
+            task, worker, label = task[order], worker[order], label[order]
         return cls(
-            task[order],
-            worker[order],
-            label[order],
+            task,
+            worker,
+            label,
             tasks=pd.Index(tasks if tasks is not None else np.arange(n_tasks)),
             workers=pd.Index(workers if workers is not None else np.arange(n_workers)),
             classes=pd.Index(classes if classes is not None else np.arange(n_classes)),
@@ -320,7 +325,9 @@ class CrowdLabels:
         truth_s = None
         if truth is not None:
             truth_s = pd.Series(truth) if not isinstance(truth, pd.Series) else truth
-            truth_s = _normalise_label_values(truth_s.dropna())
+            if truth_s.isna().any():  # (a boolean mask on a 10^6 string index costs ~1 s)
+                truth_s = truth_s[truth_s.notna().to_numpy()]
+            truth_s = _normalise_label_values(truth_s)
 
         # classes: user-given order, else sorted union of observed answers and gold values
         if classes is not None:
@@ -337,8 +344,8 @@ class CrowdLabels:
                 )
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
-            _, class_index = _factorize(pool, "class")
-            label_codes = class_index.get_indexer(labels_col)
+            pool_codes, class_index = _factorize(pool, "class")
+            label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:
             tasks_pool = pd.concat([pd.Series(list(all_tasks)), df[task]], ignore_index=True)
