@@ -103,3 +103,18 @@ def test_many_classes_no_dense_tasks_by_workers():
     assert d.n_classes > 9000
     votes = d.incidence()
     assert votes.shape == (d.n_tasks, d.n_workers * d.n_classes) and votes.nnz == n
+
+
+def test_from_codes_owns_its_arrays_sorted_or_not():
+    """Codes already sorted by task skip the argsort but are still copied, not shared."""
+    task = np.array([0, 0, 1, 2], dtype=np.int32)
+    worker = np.array([0, 1, 1, 0], dtype=np.int32)
+    label = np.array([1, 0, 1, 1], dtype=np.int32)
+    for t in (task, task[::-1].copy()):
+        data = CrowdLabels.from_codes(t, worker, label)
+        before = data.to_frame().copy()
+        t[:] = 0
+        worker[:] = 0
+        pd.testing.assert_frame_equal(data.to_frame(), before)
+        t[:] = [0, 0, 1, 2] if t is task else [2, 1, 0, 0]
+        worker[:] = [0, 1, 1, 0]
