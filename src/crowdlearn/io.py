@@ -26,6 +26,10 @@ _FORMATS = {
     ".json": "jsonl",
 }
 
+#: uncompressed CSV/TSV names: the only files the pyarrow fast paths touch (pandas infers
+#: compression from the rest of the name)
+_PLAIN_DELIMITED = tuple(ext for ext, fmt in _FORMATS.items() if fmt in ("csv", "tsv"))
+
 
 def detect_format(path: str | Path) -> str:
     """File format from the extension (``.gz``/``.bz2``/``.zst`` compression is skipped)."""
@@ -112,7 +116,7 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
     to pandas but a value to pyarrow).  Anything pyarrow rejects — a ragged row, bad UTF-8,
     quoting it cannot parse — returns None, so pandas reads the file and its messages apply.
     """
-    if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt"):
+    if path.suffix.lower() not in _PLAIN_DELIMITED:
         return None
     try:
         import pyarrow as pa
@@ -182,7 +186,7 @@ def _write_delimited_arrow(df: pd.DataFrame, path: Path, sep: str) -> bool:
     column names, booleans, bytes, mixed-type ids, values that need quoting, compressed file
     names, or no pyarrow.
     """
-    if path.suffix.lower() not in (".csv", ".tsv", ".tab", ".txt") or df.shape[1] < 2:
+    if path.suffix.lower() not in _PLAIN_DELIMITED or df.shape[1] < 2:
         return False
     if not df.columns.is_unique or not all(
         isinstance(c, str) and not any(ch in c for ch in (sep, '"', "\n", "\r")) for c in df.columns

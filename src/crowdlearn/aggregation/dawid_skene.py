@@ -145,9 +145,9 @@ class DawidSkene(ConfusionAggregator):
         # reusable (W*K x K) count and (N x K) posterior outputs: at 10^7 answers, allocating
         # them afresh costs page faults every iteration (float32 / per-thread scratch tables
         # are still allocated per M-step)
-        work = {"counts": None, "post": None, "threads": threads}
+        work = {"counts": None, "post": None}
         for it in range(self.max_iter):
-            log_table, log_prior = self._m_step(data, post, pseudo, backend, work)
+            log_table, log_prior = self._m_step(data, post, pseudo, backend, work, threads)
             post, ll = kernels.estep(data, log_table, log_prior, backend, out=work["post"], n_threads=threads)
             work["post"] = post
             post = self._clamp(post, gold)
@@ -188,10 +188,9 @@ class DawidSkene(ConfusionAggregator):
             post[known, gold[known]] = 1.0
         return post
 
-    def _m_step(self, data, post, pseudo, backend, work=None):
+    def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
         k, m = data.n_classes, data.n_workers
         buf = None if work is None else work["counts"]
-        threads = 1 if work is None else work["threads"]
         counts, class_counts = kernels.mstep(data, post, backend, out=buf, n_threads=threads)  # (W*K obs, K true)
         if work is not None:
             work["counts"] = counts
