@@ -20,7 +20,7 @@ Usage::
         [--methods ...]   # crowdlearn methods for best-vs-best (default: all registered)
 
 Takes ~15 minutes with every registered method (1 minute of it crowd-kit); the crowd-kit
-runs are saved to ``results/crowdkit_objective.json``.
+runs of a full run (no ``--datasets``) are saved to ``results/crowdkit_objective.json``.
 """
 
 from __future__ import annotations
@@ -33,28 +33,23 @@ from pathlib import Path
 
 import pandas as pd
 
+from crowdkit_bridge import VENV_PY, available
 from crowdlearn.benchmarking import categorical_datasets, run_methods
 from crowdlearn.io import load_folder
 from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-CK_PYTHON = HERE / ".venv-crowdkit" / "bin" / "python"
 BASELINE = HERE / "results" / "crowdkit_baseline.json"
 OUT = HERE / "results" / "crowdkit_objective.json"
 EM_METHODS = {"DawidSkene": "ds", "OneCoinDawidSkene": "onecoin"}
 
 
 def crowdkit_objective_runs(root: Path, names: list[str]) -> dict:
-    if not CK_PYTHON.exists():
+    if not available():
         raise SystemExit("crowd-kit venv missing: run bash benchmarks/setup_crowdkit.sh")
-    cmd = [str(CK_PYTHON), str(HERE / "_crowdkit_objective.py"), *(str(root / n) for n in names)]
+    cmd = [str(VENV_PY), str(HERE / "_crowdkit_objective.py"), *(str(root / n) for n in names)]
     return json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout)
-
-
-def _step(value) -> str:
-    """Smallest objective change per answer between two iterations (negative: it fell)."""
-    return "-" if value is None else f"{value:.1e}"
 
 
 def em_table(ck: dict, ours: pd.DataFrame, ck_name: str) -> pd.DataFrame:
@@ -68,10 +63,10 @@ def em_table(ck: dict, ours: pd.DataFrame, ck_name: str) -> pd.DataFrame:
             "dataset": name,
             "ck shipped": 100 * shipped["accuracy"],
             "ck iters": shipped["n_iter"],
-            "ck worst step": _step(shipped["min_step"]),
+            "ck worst step": shipped["min_step"],
             "ck per-task objective": 100 * fixed["accuracy"],
             "per-task iters": fixed["n_iter"],
-            "per-task worst step": _step(fixed["min_step"]),
+            "per-task worst step": fixed["min_step"],
             f"cl {cl_name}": mine,
             "cl - ck shipped": mine - 100 * shipped["accuracy"],
             "cl - ck per-task": mine - 100 * fixed["accuracy"],
@@ -110,24 +105,26 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     names = args.datasets or categorical_datasets(args.data_root)
     ck = crowdkit_objective_runs(args.data_root, names)
-    OUT.write_text(json.dumps(ck, indent=1))
+    if not args.datasets:  # a partial run must not overwrite the recorded full one
+        OUT.write_text(json.dumps(ck, indent=1))
     baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
     data = {n: load_folder(args.data_root / n) for n in names}
     wanted = list(dict.fromkeys([*(args.methods or methods()), *EM_METHODS.values()]))
     long = run_methods(data, wanted)
     ours = long.pivot(index="dataset", columns="method", values="accuracy")
-    fmt = dict(floatfmt=".2f")
     for ck_name in EM_METHODS:
         table = em_table(ck, ours, ck_name)
+        # worst steps (objective change per answer; negative: it fell) in scientific notation
+        fmt = [".1e" if c.endswith("worst step") else ".2f" for c in ["dataset", *table.columns]]
         print(f"### crowd-kit {ck_name}: shipped vs per-task objective, and crowdlearn "
               f"`{EM_METHODS[ck_name]}` (gold accuracy %)\n")
-        print(table.to_markdown(**fmt), "\n")
+        print(table.to_markdown(floatfmt=fmt), "\n")
         for col in ("cl - ck shipped", "cl - ck per-task"):
             print(f"- {col}: {int((table[col] < -0.3).sum())} sets more than 0.3 points behind")
         print()
     table = best_table(ck, baseline, ours)
     print("### Best crowdlearn method vs best crowd-kit method (gold accuracy %)\n")
-    print(table.to_markdown(**fmt), "\n")
+    print(table.to_markdown(floatfmt=".2f"), "\n")
     for col in ("cl - ck shipped", "cl - ck per-task"):
         print(f"- {col}: behind on {int((table[col] < 0).sum())} sets, "
               f"more than 0.3 points behind on {int((table[col] < -0.3).sum())}")
