@@ -19,8 +19,8 @@ Usage::
     python benchmarks/crowdkit_objective.py [--data-root ../shared/data] [--datasets ...]
         [--methods ...]   # crowdlearn methods for best-vs-best (default: all registered)
 
-Takes ~15 minutes with every registered method (1 minute of it crowd-kit); the crowd-kit
-runs of a full run (no ``--datasets``) are saved to ``results/crowdkit_objective.json``.
+Takes ~15 minutes with every registered method (1 minute of it crowd-kit).  A run over all
+datasets (no ``--datasets``) saves crowd-kit's results to ``results/crowdkit_objective.json``.
 """
 
 from __future__ import annotations
