@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.benchmarking import categorical_datasets, run_methods
-from crowdlearn.io import load_folder
+from crowdlearn.core.io import load_folder
 from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent

@@ -35,7 +35,7 @@ import pandas as pd
 
 from crowdkit_bridge import VENV_PY, available
 from crowdlearn.benchmarking import categorical_datasets, run_methods
-from crowdlearn.io import load_folder
+from crowdlearn.core.io import load_folder
 from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent

@@ -25,7 +25,7 @@ import pandas as pd
 
 from crowdlearn.aggregation import DawidSkene, OneCoinDawidSkene
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
-from crowdlearn.io import load_folder
+from crowdlearn.core.io import load_folder
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"

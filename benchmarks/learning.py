@@ -21,7 +21,7 @@ their fixed budgets.  Two kinds of two-stage baseline ("aggregate, then train"):
     a stronger baseline on music than the early-stopped one.
 
 Synthetic (``--synthetic``): sklearn's digits (1797 x 64, 10 classes; 1200 train / 597 test)
-annotated by :func:`crowdlearn.simulate_features.maxmig_structures` in the three information
+annotated by :func:`crowdlearn.simulate.features.maxmig_structures` in the three information
 structures x {high, low} expertise.
 
 Prints markdown tables: mean ± sd test accuracy over seeds and mean training time (s).
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from crowdlearn.io import load_folder
+from crowdlearn.core.io import load_folder
 from crowdlearn.learning import get_method
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
@@ -123,7 +123,7 @@ def real(args):
 def synthetic(args):
     from sklearn.datasets import load_digits
 
-    from crowdlearn.simulate_features import maxmig_structures
+    from crowdlearn.simulate.features import maxmig_structures
 
     X, y = load_digits(return_X_y=True)
     perm = np.random.default_rng(0).permutation(len(y))

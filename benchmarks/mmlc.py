@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from crowdlearn.benchmarking import gold_accuracy
-from crowdlearn.io import load_folder
+from crowdlearn.core.io import load_folder
 from crowdlearn.mmlc.fill import fill_labels
 from crowdlearn.mmlc.oracle import MMLCOracle
 from crowdlearn.registry import REGISTRY, get_method

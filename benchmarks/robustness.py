@@ -22,9 +22,9 @@ import numpy as np
 import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
-from crowdlearn.io import load_folder
-from crowdlearn.robust import detect_adversaries, detect_spammers
-from crowdlearn.simulate import WorkerSpec
+from crowdlearn.core.io import load_folder
+from crowdlearn.diagnostics.detection import detect_adversaries, detect_spammers
+from crowdlearn.simulate.categorical import WorkerSpec
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"

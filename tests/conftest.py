@@ -23,7 +23,7 @@ def accuracy(est, data) -> float:
 
 def load_shared(name: str):
     """A dataset folder of ../shared/data as CrowdLabels with gold; skips when absent."""
-    from crowdlearn.io import load_folder
+    from crowdlearn.core.io import load_folder
 
     folder = SHARED_DATA / name
     if not (folder / "labels.csv").exists():

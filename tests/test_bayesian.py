@@ -23,7 +23,7 @@ def accuracy(est, data) -> float:
 
 
 def shared(name: str) -> CrowdLabels:
-    from crowdlearn.io import load_folder
+    from crowdlearn.core.io import load_folder
 
     folder = SHARED_DATA / name
     if not (folder / "labels.csv").exists():
@@ -181,7 +181,7 @@ def test_gold_and_predict_proba():
 def test_backends_agree(backend):
     from crowdlearn import kernels
 
-    if backend == "numba" and kernels._numba_kernels() is None:
+    if backend == "numba" and kernels.compiled_kernels() is None:
         pytest.skip("numba not installed")
     data = simulate.dawid_skene(600, 15, 4, labels_per_task=3, seed=9)
     a = BayesianDawidSkene(backend="numpy").fit(data)

@@ -152,7 +152,7 @@ def test_real_data_close_to_ds(method, name, slack):
     if not (path / "labels.csv").exists():
         pytest.skip(f"{name} not available")
     from crowdlearn.aggregation.dawid_skene import DawidSkene
-    from crowdlearn.io import load_folder
+    from crowdlearn.core.io import load_folder
 
     data = load_folder(path)
     data = data[0] if isinstance(data, tuple) else data

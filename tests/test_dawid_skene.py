@@ -4,7 +4,7 @@ import pytest
 from conftest import accuracy, load_shared, planted_crowd
 
 from crowdlearn import ClassConditionalDawidSkene, DawidSkene, MajorityVote, OneCoinDawidSkene
-from crowdlearn.kernels import resolve_backend
+from crowdlearn.core.kernels import resolve_backend
 
 
 def test_recovers_planted_asymmetric_confusions():

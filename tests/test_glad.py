@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from crowdlearn.aggregation.glad import GLAD
 from crowdlearn.aggregation.voting import MajorityVote, vote_fractions
-from crowdlearn.data import CrowdLabels
+from crowdlearn.core.data import CrowdLabels
 
 
 def glad_crowd(n_tasks=600, n_workers=40, k=3, per_task=15, seed=0):

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 
 from sklearn.base import clone  # noqa: E402
 
-from crowdlearn import simulate_features as sf  # noqa: E402
-from crowdlearn.data import CrowdLabels  # noqa: E402
+from crowdlearn.simulate import features as sf  # noqa: E402
+from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.learning import make_classifier, methods  # noqa: E402
 from crowdlearn.learning.base import Callback, ProgressBar  # noqa: E402
 from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix  # noqa: E402

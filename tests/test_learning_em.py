@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
-from crowdlearn.data import CrowdLabels  # noqa: E402
+from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.learning import get_method, methods  # noqa: E402
 from crowdlearn.learning._core import soft_majority  # noqa: E402
 from crowdlearn.learning.testing import CHECKS, check_recovers_confusions  # noqa: E402

@@ -12,7 +12,7 @@ from sklearn.base import clone
 
 from crowdlearn.aggregation.mace import MACE, _beta_kl, _dirichlet_kl
 from crowdlearn.aggregation.voting import MajorityVote
-from crowdlearn.data import CrowdLabels
+from crowdlearn.core.data import CrowdLabels
 
 
 # ------------------------------------------------------------------ planted recovery

@@ -1,4 +1,4 @@
-"""Tests of crowdlearn.metrics against published worked examples and brute-force formulas."""
+"""Tests of crowdlearn.diagnostics.metrics against published worked examples and brute-force formulas."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from crowdlearn import metrics
-from crowdlearn.data import CrowdLabels
+from crowdlearn.core.data import CrowdLabels
 
 NAN = np.nan
 

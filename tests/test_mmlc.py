@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdlearn.data import CrowdLabels
+from crowdlearn.core.data import CrowdLabels
 from crowdlearn.mmlc.oracle_estimators import (
     ESTIMATORS, bandwidths, estimate_oracle, kde_mode_1d, kde_mode_multivariate,
 )
@@ -264,7 +264,7 @@ def test_worker_space_table_and_plot():
 @pytest.mark.slow
 def test_music_oracle_accuracy():
     from conftest import SHARED_DATA
-    from crowdlearn.io import load_folder
+    from crowdlearn.core.io import load_folder
 
     d = load_folder(SHARED_DATA / "music", with_features=True)
     d = d.subset(d.tasks[d.labels_per_task() > 0])

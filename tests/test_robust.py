@@ -7,7 +7,7 @@ import pytest
 import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.benchmarking import gold_accuracy
-from crowdlearn.robust import detect_adversaries, detect_spammers, second_order_model
+from crowdlearn.diagnostics.detection import detect_adversaries, detect_spammers, second_order_model
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,4 +1,4 @@
-"""Tests of crowdlearn.simulate: planted parameters are what the data shows."""
+"""Tests of crowdlearn.simulate.categorical: planted parameters are what the data shows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from crowdlearn import metrics, simulate
-from crowdlearn.data import CrowdLabels
-from crowdlearn.simulate import WorkerSpec
+from crowdlearn.core.data import CrowdLabels
+from crowdlearn.simulate.categorical import WorkerSpec
 
 
 def empirical_confusions(data: CrowdLabels) -> np.ndarray:

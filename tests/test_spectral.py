@@ -33,7 +33,7 @@ def accuracy(est, data):
 
 
 def load_real(name):
-    from crowdlearn.io import load_folder
+    from crowdlearn.core.io import load_folder
 
     folder = DATA_DIR / name
     if not (folder / "labels.csv").exists():

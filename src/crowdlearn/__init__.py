@@ -11,18 +11,23 @@ imports only numpy and pandas.
 
 from importlib import import_module
 
-from .data import CrowdLabels
+from .core.data import CrowdLabels
 from .registry import get_method, methods
 
 __version__ = "0.1.0"
 
-_LAZY_MODULES = {"aggregation", "datasets", "io", "kernels", "metrics", "report", "robust", "simulate", "testing"}
-_LAZY_FUNCTIONS = {"detect_spammers": "robust", "detect_adversaries": "robust"}
+#: public name -> module (relative to this package), imported on first attribute access
+_LAZY_MODULES = {
+    "aggregation": "aggregation", "datasets": "datasets", "diagnostics": "diagnostics",
+    "learning": "learning", "mmlc": "mmlc", "report": "report", "simulate": "simulate",
+    "testing": "testing", "io": "core.io", "kernels": "core.kernels", "metrics": "diagnostics.metrics",
+}
+_LAZY_FUNCTIONS = {"detect_spammers": "diagnostics.detection", "detect_adversaries": "diagnostics.detection"}
 
 
 def __getattr__(name):
     if name in _LAZY_MODULES:
-        return import_module(f".{name}", __name__)
+        return import_module(f".{_LAZY_MODULES[name]}", __name__)
     if name in _LAZY_FUNCTIONS:
         return getattr(import_module(f".{_LAZY_FUNCTIONS[name]}", __name__), name)
     from . import aggregation

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .data import CrowdLabels
+from .core.data import CrowdLabels
 from .registry import get_method, methods
 
 __all__ = ["gold_accuracy", "run_methods", "categorical_datasets"]

@@ -61,8 +61,8 @@ def _make_estimator(name: str, seed: int | None, params: dict):
 
 def _cmd_aggregate(args) -> int:
     from .benchmarking import gold_accuracy
-    from .data import CrowdLabels
-    from .io import read_table, write_table
+    from .core.data import CrowdLabels
+    from .core.io import read_table, write_table
     from .report import posterior_table
 
     cols = (args.task_col, args.worker_col, args.label_col)
@@ -134,7 +134,7 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
 
 
 def _cmd_benchmark(args) -> int:
-    from .io import load_folder
+    from .core.io import load_folder
 
     datasets = {}
     for folder in args.folders:
@@ -159,7 +159,7 @@ def _cmd_demo(args) -> int:
 
 def _cmd_simulate(args) -> int:
     from . import simulate
-    from .io import write_table
+    from .core.io import write_table
 
     data = simulate.dawid_skene(
         n_tasks=args.tasks,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .data import CrowdLabels, as_crowd_labels
+from .core.data import CrowdLabels, as_crowd_labels
 
 __all__ = ["AggregationResult", "summarize", "posterior_table"]
 

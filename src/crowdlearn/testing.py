@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from .data import CrowdLabels
+from .core.data import CrowdLabels
 from .registry import get_method
 
 __all__ = ["check_aggregator", "CHECKS", "toy_crowd"]

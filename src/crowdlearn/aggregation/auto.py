@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
 
@@ -144,7 +144,7 @@ def heldout_scores(
     the per-answer score against the first candidate, over the same held-out answers) and
     ``z`` (that gain over its standard error).
     """
-    from ..data import as_crowd_labels
+    from ..core.data import as_crowd_labels
 
     data = as_crowd_labels(labels)
     rng = np.random.default_rng(random_state)

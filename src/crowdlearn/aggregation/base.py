@@ -21,7 +21,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
-from ..data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame"]
 
@@ -259,7 +259,7 @@ class ConfusionAggregator(BaseAggregator):
     """
 
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        from .. import kernels
+        from ..core import kernels
 
         post, _ = kernels.estep(data, self._log_table, self._log_prior, "numpy")
         return post

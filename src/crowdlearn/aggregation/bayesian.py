@@ -17,7 +17,7 @@ updates), found by coordinate ascent:
 * VB E-step: ``q_n(j) ∝ exp(E[log pi_j] + sum_w E[log confusions_[w, j, answer_{n,w}]])``
   with ``E[log theta_l] = digamma(a_l) - digamma(sum_l a_l)`` for ``theta ~ Dir(a)``.  This is
   exactly the DS E-step with ``log_table = E[log confusion]``, so the sparse kernels of
-  :mod:`crowdlearn.kernels` are reused unchanged.
+  :mod:`crowdlearn.core.kernels` are reused unchanged.
 
 The objective is the evidence lower bound (ELBO).  Right after an E-step it equals::
 
@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln, logsumexp
 
-from .. import kernels
-from ..data import CrowdLabels
+from ..core import kernels
+from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
 from .voting import vote_fractions
 
@@ -89,7 +89,7 @@ class BayesianDawidSkene(ConfusionAggregator):
         Stop when the ELBO per answer improves by less than ``tol``; ``tol=0`` runs
         ``max_iter`` iterations.
     backend : {"auto", "numpy", "numba"}
-        Kernel back end (see :mod:`crowdlearn.kernels`).
+        Kernel back end (see :mod:`crowdlearn.core.kernels`).
     random_state : int, default 0
         Seed of the tie-breaking rule.
 

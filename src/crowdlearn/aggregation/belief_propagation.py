@@ -65,7 +65,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, digamma, expit, logsumexp, roots_jacobi
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .voting import vote_fractions
 

@@ -56,8 +56,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import kernels
-from ..data import CrowdLabels
+from ..core import kernels
+from ..core.data import CrowdLabels
 from .spectral import (
     _TINY,
     MultiSPA,

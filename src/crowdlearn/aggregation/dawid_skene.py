@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import kernels
-from ..data import CrowdLabels
+from ..core import kernels
+from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
 from .voting import vote_fractions
 
@@ -63,7 +63,7 @@ class DawidSkene(ConfusionAggregator):
     prior_alpha : float, default 1.0
         Dirichlet pseudo-count for the class prior ``pi``.
     backend : {"auto", "numpy", "numba"}
-        Kernel back end (see :mod:`crowdlearn.kernels`).
+        Kernel back end (see :mod:`crowdlearn.core.kernels`).
     random_state : int, default 0
         Seed of the tie-breaking rule.
     n_jobs : int, optional
@@ -202,7 +202,7 @@ class DawidSkene(ConfusionAggregator):
     def _table_from_counts(self, counts: np.ndarray, pseudo: np.ndarray, backend: str) -> np.ndarray:
         """(W*K answered, K true) soft counts -> the kernels' (W*K, K) log confusion table."""
         if backend == "numba" and type(self)._log_confusions is DawidSkene._log_confusions:
-            kern = kernels._numba_kernels()
+            kern = kernels.compiled_kernels()
             k = counts.shape[1]
             table = np.empty_like(counts)
             kern.confusion_table(counts, np.ascontiguousarray(pseudo.reshape(-1, k, k)), table)

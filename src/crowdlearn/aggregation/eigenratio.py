@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .spectral import _Degenerate, _MomentThenEM
 
 __all__ = ["EigenRatio"]

@@ -2,7 +2,7 @@
 
 Spammers (answers independent of the truth) add only noise to any aggregator, and a few
 "extreme spammers" who label thousands of tasks can dominate weighted votes and the early EM
-iterations.  :class:`SpammerFiltered` finds them with :func:`crowdlearn.robust.detect_spammers`
+iterations.  :class:`SpammerFiltered` finds them with :func:`crowdlearn.diagnostics.detection.detect_spammers`
 (low-rank model of the worker cross-covariances + a dependence test, Traganitis & Giannakis
 2021), drops their answers and runs any registered aggregator on the rest.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
 
@@ -31,9 +31,9 @@ class SpammerFiltered(BaseAggregator):
         A registered method name (``"ds"``, ``"mv"``, ...) or an unfitted aggregator
         (cloned, never modified).
     alpha : float
-        Level of the dependence test of :func:`~crowdlearn.robust.detect_spammers`.
+        Level of the dependence test of :func:`~crowdlearn.diagnostics.detection.detect_spammers`.
     min_answers, min_shared, max_workers : int
-        Passed to :func:`~crowdlearn.robust.detect_spammers`.
+        Passed to :func:`~crowdlearn.diagnostics.detection.detect_spammers`.
     random_state : int
         Tie-breaking seed (and the base's ``random_state`` when it has one and ``base`` is a
         name).
@@ -83,7 +83,7 @@ class SpammerFiltered(BaseAggregator):
         return clone(self.base)
 
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
-        from ..robust import detect_spammers
+        from ..diagnostics.detection import detect_spammers
 
         base = self._make_base()
         table = detect_spammers(

@@ -31,7 +31,7 @@ Groups
 ------
 Given (``groups``: mapping worker -> group id) or estimated from second-order statistics:
 with the rank-(K-1) model of the centred cross-covariances of
-:func:`crowdlearn.robust.second_order_model`, the *excess agreement* of a pair,
+:func:`crowdlearn.diagnostics.detection.second_order_model`, the *excess agreement* of a pair,
 ``e_ml = trace(R_ml - U_m U_l^T)``, is about zero for conditionally independent workers
 and large for workers who copy one another (the model is refitted twice without the
 most excessive pairs, so that a clique cannot bend it).  Pairs whose standardised excess
@@ -52,7 +52,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .voting import vote_fractions
 
@@ -66,8 +66,8 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
 
     Returns a Series worker -> group code (0..G-1); see the module docstring.
     """
-    from ..data import as_crowd_labels
-    from ..robust import MAX_CLASSES, _excess_z, second_order_model
+    from ..core.data import as_crowd_labels
+    from ..diagnostics.detection import MAX_CLASSES, _excess_z, second_order_model
 
     data = as_crowd_labels(labels)
     if data.n_classes > MAX_CLASSES:  # pair blocks would not fit in memory: everyone alone

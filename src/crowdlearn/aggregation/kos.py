@@ -55,7 +55,7 @@ import pandas as pd
 from scipy.special import expit, softmax
 from sklearn.utils import check_random_state
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
 __all__ = ["KOS"]

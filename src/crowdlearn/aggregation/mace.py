@@ -37,7 +37,7 @@ import pandas as pd
 from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .glad import _clamp, coin_estep
 

@@ -42,8 +42,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import log_softmax, logsumexp
 
-from .. import kernels
-from ..data import CrowdLabels
+from ..core import kernels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
 __all__ = ["MinimaxEntropy"]
@@ -156,12 +156,12 @@ class MinimaxEntropy(BaseAggregator):
         if self.solver not in ("auto", "lbfgs", "block"):
             raise ValueError(f"solver must be 'auto', 'lbfgs' or 'block', got {self.solver!r}")
         solver = self.solver
-        kern = kernels._numba_kernels() if kernels.resolve_backend(self.backend, n) == "numba" else None
+        kern = kernels.compiled_kernels() if kernels.resolve_backend(self.backend, n) == "numba" else None
         if solver == "auto":
             solver = "block" if kern is not None else "lbfgs"
         self.solver_ = solver
         if solver == "block" and kern is None:
-            kern = kernels._numba_kernels()
+            kern = kernels.compiled_kernels()
             if kern is None:
                 raise ImportError("solver='block' needs numba: pip install 'crowdlearn[fast]'")
         if kern is None and n * k * k > self.max_cells:

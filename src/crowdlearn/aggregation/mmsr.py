@@ -65,7 +65,7 @@ import scipy.sparse as sp
 from scipy.special import softmax
 from sklearn.utils import check_random_state
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .voting import weighted_votes
 

@@ -118,8 +118,8 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from .. import kernels
-from ..data import CrowdLabels
+from ..core import kernels
+from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
 from .dawid_skene import _MAX_TABLE_CELLS, DawidSkene
 

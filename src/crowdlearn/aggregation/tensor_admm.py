@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .cnmf import _active_workers, _complete, _floored, _pair_moments
 from .spectral import MultiSPA, _Degenerate, _MomentThenEM, _normalise_columns, _prior_or_uniform
 

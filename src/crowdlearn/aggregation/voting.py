@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
 __all__ = [

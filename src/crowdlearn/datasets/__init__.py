@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io import load_folder
+from ..core.io import load_folder
 
 __all__ = ["load", "available", "load_folder", "DATA_DIR"]
 

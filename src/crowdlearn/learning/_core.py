@@ -1,6 +1,6 @@
 """numpy helpers over crowd answers shared by the custom-loop learners.
 
-Method-independent statistics of a :class:`~crowdlearn.data.CrowdLabels` (soft majority vote,
+Method-independent statistics of a :class:`~crowdlearn.core.data.CrowdLabels` (soft majority vote,
 soft-count confusions, the Dawid-Skene E-step sum, CSR answer slices of a batch) and deepBP's
 probability clipping.  The estimator face, input path, seeding and backbone of every learner
 are in :mod:`crowdlearn.learning.base` (:class:`~crowdlearn.learning.base.CrowdClassifier`)
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._torch import torch
 
 __all__ = ["batch_edges", "soft_majority", "mle_confusions", "crowd_log_terms", "log_normalize",

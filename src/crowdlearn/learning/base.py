@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._torch import resolve_device, seed_everything, torch
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._torch import torch
 
 __all__ = ["align_features", "check_features", "TaskAnswers", "annotation_matrix", "iterate_minibatches",

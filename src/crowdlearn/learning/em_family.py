@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._core import (
     batch_edges,
     clipped_proba,

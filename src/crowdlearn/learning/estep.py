@@ -20,7 +20,7 @@ import numpy as np
 from scipy import sparse
 from scipy.special import digamma, logsumexp, roots_jacobi
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 
 __all__ = ["reliability_nodes", "bp_one_coin", "mean_field_dirichlet", "dirichlet_expected_log"]
 

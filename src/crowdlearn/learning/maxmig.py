@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._core import batch_edges, mle_confusions, soft_majority
 from ._torch import torch
 from .base import CustomLoopClassifier

@@ -3,7 +3,7 @@
 * :func:`class_features` — Gaussian class clusters (a stand-in for image features).
 * :func:`maxmig_crowd` — the three information structures of Max-MIG (Cao et al., ICLR 2019,
   Dogs-vs-Cats setup) on these features: the crowd is
-  :func:`crowdlearn.simulate_features.maxmig_structures`, the one Max-MIG simulator.
+  :func:`crowdlearn.simulate.features.maxmig_structures`, the one Max-MIG simulator.
 * :func:`sparse_regular_crowd` — deepBP's setting (Kim et al., AISTATS 2022): binary one-coin
   workers with accuracy ``~ Beta(a, b)`` on an ``(l, r)``-regular assignment, plus optional
   extreme spammers who answer every task uniformly at random.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import CrowdLabels
-from ..simulate_features import maxmig_structures
+from ..core.data import CrowdLabels
+from ..simulate.features import maxmig_structures
 
 __all__ = ["class_features", "maxmig_crowd", "sparse_regular_crowd", "instance_outliers"]
 
@@ -39,7 +39,7 @@ def maxmig_crowd(structure: str = "independent", expertise: str = "low", n_tasks
                  n_features: int = 10, separation: float = 2.5, seed: int = 0):
     """Binary crowd + Gaussian-cluster features for one Max-MIG information structure.
 
-    The crowd is :func:`crowdlearn.simulate_features.maxmig_structures` (the paper's expert
+    The crowd is :func:`crowdlearn.simulate.features.maxmig_structures` (the paper's expert
     counts and matrices) on balanced random truth; features from :func:`class_features`.
     Returns (labels with truth and features attached, senior confusions).
     """

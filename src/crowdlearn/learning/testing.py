@@ -2,7 +2,7 @@
 ``predict_proba(X)``, ``probas_`` and optionally ``confusions_`` [worker, true, answered]).
 
 Each check builds a small seeded synthetic problem (Gaussian class clusters as features,
-annotators from :mod:`crowdlearn.simulate_features`), trains a few epochs and raises
+annotators from :mod:`crowdlearn.simulate.features`), trains a few epochs and raises
 ``AssertionError`` with a message on failure.  ``CHECKS`` lists them; use::
 
     for check in CHECKS:
@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import clone
 
-from ..simulate_features import annotate
+from ..simulate.features import annotate
 
 __all__ = ["CHECKS", "clusters", "fast", "check_perfect_annotators", "check_recovers_confusions",
            "check_posteriors_sum_to_one", "check_deterministic", "check_clone", "confusion_error"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from ._torch import torch
 from .base import CrowdClassifier
 

@@ -25,7 +25,7 @@ from sklearn.base import clone
 
 from ..aggregation.base import BaseAggregator
 from ..benchmarking import gold_accuracy
-from ..data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels
 from ..registry import get_method
 from .oracle import _check_features, _make_model
 

@@ -34,7 +34,7 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
-from ..data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels
 
 __all__ = ["MMLC", "PRESETS"]
 

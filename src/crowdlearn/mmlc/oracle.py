@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import clone
 
 from ..aggregation.base import BaseAggregator
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 from .oracle_estimators import ESTIMATORS, estimate_oracle
 
 __all__ = ["MMLCOracle"]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import CrowdLabels
+from ..core.data import CrowdLabels
 
 __all__ = ["worker_space", "plot_worker_space", "plot_density_sweep"]
 

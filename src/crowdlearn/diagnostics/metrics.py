@@ -1,7 +1,7 @@
 """Evaluation metrics: accuracy against gold, inter-annotator agreement, worker-model error
 and calibration of posteriors.
 
-Every function reads the library's native objects (:class:`~crowdlearn.data.CrowdLabels`,
+Every function reads the library's native objects (:class:`~crowdlearn.core.data.CrowdLabels`,
 ``labels_`` Series, ``probas_`` DataFrames, ``confusions_`` arrays) and never allocates
 anything of size tasks x workers.
 
@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels
 
 __all__ = [
     "accuracy",

@@ -14,7 +14,7 @@ with the :class:`WorkerSpec` constructors; :func:`dawid_skene`, :func:`one_coin`
 >>> data.planted.confusions.shape     # (n_workers, true class, answered class)
 (56, 3, 3)
 
-Every generator returns a :class:`SimulatedLabels`: a :class:`~crowdlearn.data.CrowdLabels`
+Every generator returns a :class:`SimulatedLabels`: a :class:`~crowdlearn.core.data.CrowdLabels`
 with ``truth`` attached and a ``planted`` attribute (:class:`Planted`) holding the worker
 parameters, confusions in the library orientation ``[w, true, answered]``.
 
@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .data import CrowdLabels
+from ..core.data import CrowdLabels
 
 __all__ = [
     "Planted",
@@ -101,7 +101,7 @@ class Planted:
 
 
 class SimulatedLabels(CrowdLabels):
-    """A :class:`~crowdlearn.data.CrowdLabels` with gold ``truth`` for every task and the
+    """A :class:`~crowdlearn.core.data.CrowdLabels` with gold ``truth`` for every task and the
     planted worker model in :attr:`planted` (a :class:`Planted`).
 
     Subsets and copies made through ``CrowdLabels`` methods are plain ``CrowdLabels``.

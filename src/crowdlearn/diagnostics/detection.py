@@ -52,7 +52,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy import stats
 
-from .data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels
 
 __all__ = ["detect_spammers", "detect_adversaries", "second_order_model"]
 

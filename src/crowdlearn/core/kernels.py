@@ -65,12 +65,12 @@ FLOAT32_ROW_MAX_ANSWERS = 1024
 
 
 @lru_cache(maxsize=1)
-def _numba_kernels():
+def compiled_kernels():
     """Compile (or load from cache) the fused loops; None when numba is unavailable."""
     if os.environ.get("CROWDLEARN_DISABLE_NUMBA"):
         return None
     try:
-        from . import _numba_kernels as mod
+        from . import compiled as mod
     except ImportError:
         return None
     return mod
@@ -81,7 +81,7 @@ def resolve_backend(backend: str, n_labels: int) -> str:
         raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
     if backend == "numpy":
         return "numpy"
-    have = _numba_kernels() is not None
+    have = compiled_kernels() is not None
     if backend == "numba":
         if not have:
             raise ImportError("backend='numba' needs numba: pip install 'crowdlearn[fast]'")
@@ -116,7 +116,7 @@ def estep(
     log_table = np.ascontiguousarray(log_table, dtype=np.float64)
     log_prior = np.ascontiguousarray(log_prior, dtype=np.float64)
     if backend == "numba":
-        kern = _numba_kernels()
+        kern = compiled_kernels()
         shape = (data.n_tasks, log_table.shape[1])
         if out is None or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
             out = np.empty(shape, dtype=np.float64)
@@ -164,7 +164,7 @@ def mstep(
     """
     post = np.ascontiguousarray(post, dtype=np.float64)
     if backend == "numba":
-        kern = _numba_kernels()
+        kern = compiled_kernels()
         shape = (data.n_workers * data.n_classes, post.shape[1])
         if out is None or out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
             out = np.empty(shape, dtype=np.float64)

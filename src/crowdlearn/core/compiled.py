@@ -1,4 +1,4 @@
-"""Fused numba loops behind :mod:`crowdlearn.kernels` (imported only when numba is present).
+"""Fused numba loops behind :mod:`crowdlearn.core.kernels` (imported only when numba is present).
 
 The E-step is split in three passes because scalar ``exp`` inside a numba loop costs ~20 ns
 (libm, not vectorised) while numpy's SIMD ``exp`` costs ~1 ns: (1) a compiled gather writes

@@ -2,7 +2,7 @@
 
 Every generator takes true labels ``y`` (int codes 0..K-1, e.g. ``load_digits().target`` or the
 truth of music / labelme) and optionally the features ``X`` (rows = items), and returns a
-:class:`~crowdlearn.data.CrowdLabels` with ``truth`` and ``features`` attached plus a dict of
+:class:`~crowdlearn.core.data.CrowdLabels` with ``truth`` and ``features`` attached plus a dict of
 planted information.  Confusions are ``[worker, true, answered]`` (rows sum to 1).
 
 * :func:`annotate` — any planted confusions, ``labels_per_task`` random distinct workers per item.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .data import CrowdLabels
+from ..core.data import CrowdLabels
 
 __all__ = ["annotate", "maxmig_structures", "hammer_spammer", "sparse_regular", "instance_outliers"]
 

@@ -1,0 +1,3 @@
+"""The core layer: the answer table (:mod:`.data`), readers and writers (:mod:`.io`), and the
+crowd statistics and compiled loops every method is built from (:mod:`.kernels`,
+:mod:`.compiled`).  Nothing here imports a method."""
