@@ -13,7 +13,32 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: the real datasets: ../shared/data beside the checkout, or $CROWDLEARN_SHARED_DATA
+SHARED_DATA = Path(
+    os.environ.get("CROWDLEARN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+#: every skip for a missing dataset starts with this, so the summary can count them
+MISSING_DATA = "shared data missing:"
+
+
+def skip_missing(folder: Path) -> None:
+    """Skip the calling test when ``folder`` has no labels.csv, with a countable reason."""
+    if not (folder / "labels.csv").exists():
+        pytest.skip(f"{MISSING_DATA} {folder}")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Say loudly when real-data tests were skipped because the datasets are not there."""
+    missing = [
+        rep for rep in terminalreporter.stats.get("skipped", [])
+        if MISSING_DATA in str(getattr(rep, "longrepr", ""))
+    ]
+    if missing:
+        terminalreporter.write_sep("!", f"{len(missing)} real-data tests skipped", yellow=True)
+        terminalreporter.write_line(
+            f"the datasets were not found under {SHARED_DATA}; put ../shared beside the checkout "
+            "or set CROWDLEARN_SHARED_DATA to the folder holding bluebirds/, dog/, ..."
+        )
 
 
 def accuracy(est, data) -> float:
@@ -26,8 +51,7 @@ def load_shared(name: str):
     from crowdlearn.core.io import load_folder
 
     folder = SHARED_DATA / name
-    if not (folder / "labels.csv").exists():
-        pytest.skip(f"{folder} not available")
+    skip_missing(folder)
     return load_folder(folder)
 
 
@@ -39,8 +63,7 @@ def load_shared_text(name: str):
     from crowdlearn import CrowdLabels
 
     folder = SHARED_DATA / name
-    if not (folder / "labels.csv").exists():
-        pytest.skip(f"{folder} not available")
+    skip_missing(folder)
     labels = pd.read_csv(folder / "labels.csv", dtype=str)
     truth = pd.read_csv(folder / "truth.csv", dtype=str).set_index("task")["truth"]
     data = CrowdLabels.from_frame(labels)

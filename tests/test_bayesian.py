@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,8 +12,8 @@ from scipy.special import digamma, gammaln, logsumexp
 from crowdlearn import CrowdLabels, simulate
 from crowdlearn.aggregation.bayesian import BayesianDawidSkene, dirichlet_kl
 from crowdlearn.registry import get_method
+from conftest import load_shared
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def accuracy(est, data) -> float:
@@ -23,12 +22,7 @@ def accuracy(est, data) -> float:
 
 
 def shared(name: str) -> CrowdLabels:
-    from crowdlearn.core.io import load_folder
-
-    folder = SHARED_DATA / name
-    if not (folder / "labels.csv").exists():
-        pytest.skip(f"{folder} not available")
-    return load_folder(folder)
+    return load_shared(name)
 
 
 def log_mbeta(a: np.ndarray) -> np.ndarray:

@@ -1,7 +1,5 @@
 """CoupledNMF (``cnmf``) and TensorADMM (``tensor-admm``): recovery, robustness, real data."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -10,8 +8,7 @@ from crowdlearn.aggregation.cnmf import CoupledNMF, _core
 from crowdlearn.aggregation.spectral import MultiSPA
 from crowdlearn.aggregation.tensor_admm import TensorADMM, project_simplex
 from crowdlearn.aggregation.voting import MajorityVote
-
-DATA = Path("/work/shared/data")
+from conftest import SHARED_DATA, skip_missing
 
 
 def _frob(est, data):
@@ -148,9 +145,8 @@ def test_sparse_graph_falls_back():
 @pytest.mark.parametrize("name, slack", [("bluebirds", 0.03), ("dog", 0.03)])
 @pytest.mark.parametrize("method", [CoupledNMF, TensorADMM])
 def test_real_data_close_to_ds(method, name, slack):
-    path = DATA / name
-    if not (path / "labels.csv").exists():
-        pytest.skip(f"{name} not available")
+    path = SHARED_DATA / name
+    skip_missing(path)
     from crowdlearn.aggregation.dawid_skene import DawidSkene
     from crowdlearn.core.io import load_folder
 

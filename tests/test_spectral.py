@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,8 @@ from crowdlearn.aggregation.spectral import (
     successive_projection,
 )
 from crowdlearn.registry import get_method
+from conftest import load_shared
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def frob(est, planted):
@@ -33,12 +32,7 @@ def accuracy(est, data):
 
 
 def load_real(name):
-    from crowdlearn.core.io import load_folder
-
-    folder = DATA_DIR / name
-    if not (folder / "labels.csv").exists():
-        pytest.skip(f"{folder} not available")
-    return load_folder(folder)
+    return load_shared(name)
 
 
 # ----------------------------------------------------------------------------- registry
