@@ -7,9 +7,9 @@ import pytest
 
 from crowdlearn import simulate
 from crowdlearn.aggregation.cnmf import CoupledNMF, _core
-from crowdlearn.aggregation.spectral import MultiSPA
+from crowdlearn.aggregation.multispa import MultiSPA
 from crowdlearn.aggregation.tensor_admm import TensorADMM, project_simplex
-from crowdlearn.aggregation.voting import MajorityVote
+from crowdlearn.aggregation.majority_vote import MajorityVote
 
 DATA = Path("/work/shared/data")
 

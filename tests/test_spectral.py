@@ -10,13 +10,9 @@ import pytest
 
 from crowdlearn import CrowdLabels, simulate
 from crowdlearn.aggregation.dawid_skene import DawidSkene
-from crowdlearn.aggregation.spectral import (
-    MultiSPA,
-    MultiSPADawidSkene,
-    MultiSPAKL,
-    SpectralDawidSkene,
-    successive_projection,
-)
+from crowdlearn.aggregation.moments import successive_projection
+from crowdlearn.aggregation.multispa import MultiSPA, MultiSPADawidSkene, MultiSPAKL
+from crowdlearn.aggregation.spectral_ds import SpectralDawidSkene
 from crowdlearn.registry import get_method
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -39,7 +39,7 @@ from scipy.special import digamma, gammaln, logsumexp
 from ..core import kernels
 from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
-from .voting import vote_fractions
+from ..core.stats import vote_fractions
 
 __all__ = ["BayesianDawidSkene"]
 

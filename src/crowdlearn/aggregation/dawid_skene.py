@@ -28,13 +28,13 @@ import pandas as pd
 from ..core import kernels
 from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
-from .voting import vote_fractions
+from ..core.stats import vote_fractions
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
 
 _TINY = 1e-300
 #: refuse worker tables above this many float64 cells (400 MB per copy) instead of crawling
-_MAX_TABLE_CELLS = 50_000_000
+MAX_TABLE_CELLS = 50_000_000
 
 
 class DawidSkene(ConfusionAggregator):
@@ -129,7 +129,7 @@ class DawidSkene(ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
-        if m * k * k > _MAX_TABLE_CELLS:
+        if m * k * k > MAX_TABLE_CELLS:
             raise ValueError(
                 f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
                 f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
-from .voting import vote_fractions
+from ..core.stats import vote_fractions
 
 __all__ = ["GLAD"]
 

@@ -54,7 +54,7 @@ from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
-from .voting import vote_fractions
+from ..core.stats import vote_fractions
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
 

@@ -67,7 +67,7 @@ from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
-from .voting import weighted_votes
+from ..core.stats import weighted_votes
 
 __all__ = ["MMSR", "pair_agreements"]
 
