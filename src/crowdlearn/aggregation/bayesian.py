@@ -38,8 +38,8 @@ from scipy.special import digamma, gammaln, logsumexp
 
 from ..core import kernels
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, dirichlet_expected_log, vote_fractions
 from .base import ConfusionAggregator
-from ..core.stats import vote_fractions
 
 __all__ = ["BayesianDawidSkene"]
 
@@ -60,11 +60,6 @@ def dirichlet_kl(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
         + gammaln(prior).sum(axis=-1)
         + ((post - prior) * (digamma(post) - digamma(s_post)[..., None])).sum(axis=-1)
     )
-
-
-def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
-    """``E[log theta]`` for ``theta ~ Dir(conc)`` over the last axis."""
-    return digamma(conc) - digamma(conc.sum(axis=-1, keepdims=True))
 
 
 class BayesianDawidSkene(ConfusionAggregator):
@@ -162,7 +157,7 @@ class BayesianDawidSkene(ConfusionAggregator):
         gold_info = _gold_rows(data, gold)
 
         post = init if init is not None else vote_fractions(data)
-        post = _clamp(post, gold)
+        post = clamp_to_gold(post, gold)
         n_answers = max(data.n_labels, 1)
         prev = -np.inf
         self.converged_ = False
@@ -174,7 +169,7 @@ class BayesianDawidSkene(ConfusionAggregator):
             post, ll = kernels.estep(data, log_table, log_prior, backend)
             if gold_info is not None:
                 ll += _gold_correction(gold_info, log_table, log_prior)
-            post = _clamp(post, gold)
+            post = clamp_to_gold(post, gold)
             elbo = (
                 ll
                 - float(dirichlet_kl(conc, prior_rows).sum())
@@ -215,14 +210,6 @@ def _expected_logs(conc: np.ndarray, conc_pi: np.ndarray) -> tuple[np.ndarray, n
     elog = dirichlet_expected_log(conc)  # [w, true, answered]
     log_table = np.ascontiguousarray(elog.transpose(0, 2, 1).reshape(m * k, k))
     return log_table, dirichlet_expected_log(conc_pi)
-
-
-def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-    if gold is not None:
-        known = gold >= 0
-        post[known] = 0.0
-        post[known, gold[known]] = 1.0
-    return post
 
 
 def _gold_rows(data: CrowdLabels, gold: np.ndarray | None):

@@ -480,7 +480,7 @@ class MeanField(_OneCoinBase):
         for it in range(self.max_iter):
             if it:
                 ab = self._m_step(data, post, degree, a, b)
-            right, wrong = beta_expected_logs(ab)
+            right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
             logits = self._logits(data, right, wrong, log_k1)
             lse = logsumexp(logits, axis=1)
             post = np.exp(logits - lse[:, None])
@@ -494,7 +494,7 @@ class MeanField(_OneCoinBase):
                 break
             prev = elbo
         self.reliability_params_ = ab
-        right, wrong = beta_expected_logs(ab)
+        right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
         self._set_worker_outputs(data, ab[:, 0] / ab.sum(axis=1), right - wrong + log_k1)
         return post
 
@@ -518,5 +518,5 @@ class MeanField(_OneCoinBase):
 def _beta_kl(ab: np.ndarray, a: float, b: float) -> np.ndarray:
     """``KL(Beta(ab) || Beta(a, b))`` per row."""
     p, r = ab[:, 0], ab[:, 1]
-    right, wrong = beta_expected_logs(ab)
+    right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
     return betaln(a, b) - betaln(p, r) + (p - a) * right + (r - b) * wrong

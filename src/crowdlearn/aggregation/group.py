@@ -53,8 +53,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
-from ..core.stats import vote_fractions
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
 
@@ -192,10 +192,8 @@ class GroupAwareDawidSkene(BaseAggregator):
             post = init.copy()
         else:
             post = vote_fractions(data)  # DawidSkene's start
-        if gold is not None:
-            known = gold >= 0
-            post[known] = 0.0
-            post[known, gold[known]] = 1.0
+        clamp_to_gold(post, gold)
+        known = None if gold is None else gold >= 0
         # initial hidden group labels: the group's own vote share on the task
         group_votes = np.zeros((n_u, k))
         np.add.at(group_votes, (unit, data.label), 1.0)

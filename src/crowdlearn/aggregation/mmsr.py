@@ -66,8 +66,8 @@ from scipy.special import softmax
 from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels
-from .base import BaseAggregator
 from ..core.stats import weighted_votes
+from .base import BaseAggregator
 
 __all__ = ["MMSR", "pair_agreements"]
 
