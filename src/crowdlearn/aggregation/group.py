@@ -67,7 +67,7 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     Returns a Series worker -> group code (0..G-1); see the module docstring.
     """
     from ..core.data import as_crowd_labels
-    from ..diagnostics.detection import MAX_CLASSES, _excess_z, second_order_model
+    from ..diagnostics.detection import MAX_CLASSES, pair_excess_z, second_order_model
 
     data = as_crowd_labels(labels)
     if data.n_classes > MAX_CLASSES:  # pair blocks would not fit in memory: everyone alone
@@ -77,7 +77,7 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     link_m = np.empty(0, np.int64)
     link_l = np.empty(0, np.int64)
     if len(model.pair_m):
-        z = _excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
+        z = pair_excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
         hit = z > z_threshold
         link_m = model.workers[model.pair_m[hit]]
         link_l = model.workers[model.pair_l[hit]]

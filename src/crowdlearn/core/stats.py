@@ -35,6 +35,7 @@ __all__ = [
     "agreement_with",
     "clamp_to_gold",
     "soft_confusion_counts",
+    "soft_confusions",
     "answer_log_sum",
     "confusions_from_log_table",
     "expected_skills",
@@ -128,6 +129,20 @@ def soft_confusion_counts(data: CrowdLabels, post: np.ndarray) -> np.ndarray:
     for j in range(k):
         counts[:, j, :] = np.bincount(wl, weights=post[data.task, j], minlength=m * k).reshape(m, k)
     return counts
+
+
+def soft_confusions(data: CrowdLabels, post: np.ndarray, smoothing: float) -> np.ndarray:
+    """Confusions ``T[w, j, l] ∝ smoothing + N[w, j, l]`` from the soft counts against ``post``.
+
+    The Dawid-Skene M-step with a symmetric Dirichlet(``smoothing + 1``) prior on every row
+    (MAP; ``smoothing = 0`` is the maximum-likelihood step); orientation
+    ``[worker, true, answered]``, rows sum to 1.  A (worker, true class) row with no mass at
+    all carries no information and is uniform.
+    """
+    k = data.n_classes
+    t = soft_confusion_counts(data, post) + smoothing
+    tot = t.sum(-1, keepdims=True)
+    return np.where(tot > 0, t / np.where(tot > 0, tot, 1.0), 1.0 / k)
 
 
 def answer_log_sum(
