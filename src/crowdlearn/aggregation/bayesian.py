@@ -38,13 +38,13 @@ from scipy.special import digamma, gammaln, logsumexp
 
 from ..core import kernels
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, dirichlet_expected_log, vote_fractions
+from ..core.stats import clamp_to_gold, dirichlet_expected_log, expected_skills, vote_fractions
 from .base import ConfusionAggregator
+from .dawid_skene import check_table_size
 
 __all__ = ["BayesianDawidSkene"]
 
 #: refuse W x K x K tables above this many float64 cells, as DawidSkene does
-_MAX_TABLE_CELLS = 50_000_000
 
 
 def dirichlet_kl(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -146,11 +146,7 @@ class BayesianDawidSkene(ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
-        if m * k * k > _MAX_TABLE_CELLS:
-            raise ValueError(
-                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
-                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
-            )
+        check_table_size(type(self).__name__, m, k)
         prior_rows = self._prior_rows(k)
         prior_pi = np.full(k, float(self.prior_alpha))
         backend = kernels.resolve_backend(self.backend, data.n_labels)
@@ -188,8 +184,7 @@ class BayesianDawidSkene(ConfusionAggregator):
         self.prior_concentration_ = conc_pi
         prior = conc_pi / conc_pi.sum()
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        diag = np.einsum("wjj->wj", self.confusions_)
-        self.skills_ = pd.Series(diag @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers, name="skill")
         return post
 
     @staticmethod

@@ -30,11 +30,24 @@ from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, confusions_from_log_table, expected_skills, vote_fractions
 from .base import ConfusionAggregator
 
-__all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene", "check_table_size", "MAX_TABLE_CELLS"]
 
 _TINY = 1e-300
 #: refuse worker tables above this many float64 cells (400 MB per copy) instead of crawling
 MAX_TABLE_CELLS = 50_000_000
+
+
+def check_table_size(who: str, n_workers: int, n_classes: int) -> None:
+    """Refuse a dense (workers, K, K) confusion table above :data:`MAX_TABLE_CELLS` cells.
+
+    Raised before any work, with the memory it would take and the methods that need none.
+    """
+    m, k = n_workers, n_classes
+    if m * k * k > MAX_TABLE_CELLS:
+        raise ValueError(
+            f"{who} would need {m} workers x {k}^2 confusion cells "
+            f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
+        )
 
 
 class DawidSkene(ConfusionAggregator):
@@ -129,11 +142,7 @@ class DawidSkene(ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
-        if m * k * k > MAX_TABLE_CELLS:
-            raise ValueError(
-                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
-                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
-            )
+        check_table_size(type(self).__name__, m, k)
         backend = kernels.resolve_backend(self.backend, data.n_labels)
         threads = kernels.resolve_n_jobs(self.n_jobs)
         pseudo = self._pseudo_counts(k, m)

@@ -53,7 +53,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, vote_fractions
+from ..core.stats import clamp_to_gold, expected_skills, vote_fractions
 from .base import BaseAggregator
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
@@ -250,5 +250,5 @@ class GroupAwareDawidSkene(BaseAggregator):
         conf = np.einsum("wcb,wba->wca", gam[gcode], fid)
         self.confusions_ = conf
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return post

@@ -44,7 +44,7 @@ from scipy.special import log_softmax, logsumexp
 
 from ..core import kernels
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, soft_confusion_counts
+from ..core.stats import clamp_to_gold, expected_skills, soft_confusion_counts
 from .base import BaseAggregator
 
 __all__ = ["MinimaxEntropy"]
@@ -275,5 +275,5 @@ class MinimaxEntropy(BaseAggregator):
         conf = np.exp(log_softmax(sig, axis=2))
         self.confusions_ = conf
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return q

@@ -49,7 +49,7 @@ from ..core import kernels
 from ..core.data import CrowdLabels
 from ..core.stats import TINY, confusions_from_log_table, expected_skills
 from .base import ConfusionAggregator
-from .dawid_skene import MAX_TABLE_CELLS, DawidSkene
+from .dawid_skene import DawidSkene, check_table_size
 
 __all__ = [
     "MomentThenEM",
@@ -279,11 +279,7 @@ class MomentThenEM(ConfusionAggregator):
         if self.n_em_iter < 0:
             raise ValueError(f"n_em_iter must be >= 0, got {self.n_em_iter}")
         k, m = data.n_classes, data.n_workers
-        if m * k * k > MAX_TABLE_CELLS:  # the same guard as DawidSkene, before any work
-            raise ValueError(
-                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
-                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
-            )
+        check_table_size(type(self).__name__, m, k)
         self.fallback_: str | None = None
         self.init_ = "moment"
         self.moment_confusions_ = None
