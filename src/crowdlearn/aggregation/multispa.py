@@ -105,7 +105,8 @@ class MultiSPA(MomentThenEM):
     moment_confusions_ : the MultiSPA estimate before EM (None on fallback).
     identified_ : ndarray of bool (n_workers,), workers whose confusion SPA identified.
     kl_history_ : list of float, composite log-likelihood per KL round.
-    priors_, skills_, init_, fallback_ : as for :class:`SpectralDawidSkene`.
+    priors_, skills_, init_, fallback_ : as for
+        :class:`~crowdlearn.aggregation.spectral_ds.SpectralDawidSkene`.
 
     Notes
     -----
