@@ -90,7 +90,8 @@ class _Graph:
                         (sub not in self.mods and _is_private(alias.name))
                         or self._private_module(mod, dest)
                     ):
-                        self.private.append(f"{where}:{node.lineno} from {target} import {alias.name}")
+                        line = f"{where}:{node.lineno} from {target} import {alias.name}"
+                        self.private.append(line)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if not self._own(alias.name):
@@ -158,7 +159,8 @@ def graph() -> _Graph:
 
 def test_graph_sees_the_package(graph):
     """The scan reaches every layer and resolves relative imports (guards a vacuous pass)."""
-    assert {"crowdlearn.core.data", "crowdlearn.core.stats", "crowdlearn.aggregation.moments"} <= set(graph.mods)
+    expected = {"crowdlearn.core.data", "crowdlearn.core.stats", "crowdlearn.aggregation.moments"}
+    assert expected <= set(graph.mods)
     assert "crowdlearn.core.stats" in graph.edges["crowdlearn.aggregation.dawid_skene"]
     assert "crowdlearn.core.data" in graph.edges["crowdlearn.core.io"]
     assert "crowdlearn.core.tables" in graph.edges["crowdlearn.core.data"]  # function-level import
@@ -179,8 +181,12 @@ def test_checker_catches_planted_violations(tmp_path):
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "a.py").write_text("from .b import _hidden\n\ndef f():\n    from . import b\n    return b._other\n")
-    (pkg / "sub" / "b.py").write_text("def g():\n    from .a import f\n    return f\n_hidden = 1\n_other = 2\n")
+    (pkg / "sub" / "a.py").write_text(
+        "from .b import _hidden\n\ndef f():\n    from . import b\n    return b._other\n"
+    )
+    (pkg / "sub" / "b.py").write_text(
+        "def g():\n    from .a import f\n    return f\n_hidden = 1\n_other = 2\n"
+    )
     (pkg / "sub" / "_priv.py").write_text("")
     (pkg / "c.py").write_text("import crowdlearn.sub._priv\n")
     toy = _Graph(pkg)

@@ -67,6 +67,7 @@ from ..core.data import CrowdLabels
 from ..core.stats import (
     beta_expected_logs,
     clamp_to_gold,
+    class_sums,
     gauss_jacobi,
     vote_fractions,
 )
@@ -264,15 +265,6 @@ def _lse_excluding(t: np.ndarray) -> np.ndarray:
     return out
 
 
-def _class_scores(data: CrowdLabels, weights: np.ndarray) -> np.ndarray:
-    """(n_tasks, K) sums of per-answer weights by answered class."""
-    k = data.n_classes
-    flat = np.bincount(
-        data.task.astype(np.int64) * k + data.label, weights=weights, minlength=data.n_tasks * k
-    )
-    return flat.reshape(data.n_tasks, k)
-
-
 def _softmax(logits: np.ndarray) -> np.ndarray:
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 
@@ -297,7 +289,7 @@ class _OneCoinBase(BaseAggregator):
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
         if len(self.classes_) == 1:
             return np.ones((data.n_tasks, 1))
-        return _softmax(_class_scores(data, self._answer_weight[data.worker]))
+        return _softmax(class_sums(data, self._answer_weight[data.worker]))
 
 
 # ============================================================================ BP
@@ -401,12 +393,12 @@ class BeliefPropagation(_OneCoinBase):
         self.messages_ = y
         mq = np.clip(mean_q, 1e-300, 1 - 1e-16)
         self._set_worker_outputs(data, mean_q, np.log(mq) - np.log1p(-mq) + log_k1)
-        return _softmax(_class_scores(data, y))
+        return _softmax(class_sums(data, y))
 
     @staticmethod
     def _task_messages(data: CrowdLabels, y: np.ndarray, log_k1: float) -> np.ndarray:
         """``x_e``: log-odds that answer e is right given the task's other answers."""
-        scores = _class_scores(data, y)  # (N, K)
+        scores = class_sums(data, y)  # (N, K)
         others = _lse_excluding(scores)
         t, l = data.task, data.label
         return scores[t, l] - y - others[t, l] + log_k1
@@ -510,7 +502,7 @@ class MeanField(_OneCoinBase):
         """``log p(y_n = j)`` up to the E-step normaliser, uniform class prior included."""
         k = data.n_classes
         base = np.bincount(data.task, weights=(wrong - log_k1)[data.worker], minlength=data.n_tasks)
-        logits = _class_scores(data, (right - wrong + log_k1)[data.worker])
+        logits = class_sums(data, (right - wrong + log_k1)[data.worker])
         logits += base[:, None] - np.log(k)
         return logits
 

@@ -29,6 +29,7 @@ from .data import CrowdLabels
 
 __all__ = [
     "TINY",
+    "class_sums",
     "weighted_votes",
     "vote_fractions",
     "split_ties",
@@ -49,14 +50,22 @@ TINY = 1e-300
 
 
 # ==================================================================== votes
+def class_sums(data: CrowdLabels, answer_weights: np.ndarray | None = None) -> np.ndarray:
+    """(n_tasks, n_classes) sums of per-answer weights by answered class (counts without weights).
+
+    ``S[n, j] = sum_{answers i of n, label_i = j} v_i``: the score of every vote-type rule and
+    of one-coin messages; each cell sums its answers in answer order.
+    """
+    k = data.n_classes
+    cell = data.task.astype(np.int64) * k + data.label
+    flat = np.bincount(cell, weights=answer_weights, minlength=data.n_tasks * k)
+    return flat.reshape(data.n_tasks, k)
+
+
 def weighted_votes(data: CrowdLabels, worker_weights: np.ndarray | None = None) -> np.ndarray:
     """(n_tasks, n_classes) sums of worker weights per class (plain counts without weights)."""
-    k = data.n_classes
     w = None if worker_weights is None else np.asarray(worker_weights, float)[data.worker]
-    flat = np.bincount(
-        data.task.astype(np.int64) * k + data.label, weights=w, minlength=data.n_tasks * k
-    )
-    return flat.reshape(data.n_tasks, k).astype(np.float64)
+    return class_sums(data, w).astype(np.float64)
 
 
 def vote_fractions(data: CrowdLabels, worker_weights: np.ndarray | None = None) -> np.ndarray:
