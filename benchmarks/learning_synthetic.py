@@ -24,7 +24,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from crowdlearn.learning import get_method
-from crowdlearn.learning._core import soft_majority
+from crowdlearn.core.stats import vote_fractions as soft_majority
 from crowdlearn.learning.synthetic import instance_outliers, maxmig_crowd, sparse_regular_crowd
 from learning import fit_mlp  # benchmarks/ is on sys.path when this script runs
 

@@ -11,9 +11,10 @@ from scipy.special import betaln, logsumexp
 from crowdlearn import CrowdLabels, simulate
 from crowdlearn.aggregation import belief_propagation as bpm
 from crowdlearn.aggregation.belief_propagation import BeliefPropagation, MeanField
+from crowdlearn.core import kernels
 from crowdlearn.registry import get_method
 
-HAVE_NUMBA = bpm._numba_loop() is not None
+HAVE_NUMBA = kernels.compiled_kernels() is not None
 BACKENDS = ["numpy"] + (["numba"] if HAVE_NUMBA else [])
 
 

@@ -5,9 +5,9 @@ import pytest
 
 from crowdlearn import simulate
 from crowdlearn.aggregation.cnmf import CoupledNMF, _core
-from crowdlearn.aggregation.spectral import MultiSPA
+from crowdlearn.aggregation.multispa import MultiSPA
 from crowdlearn.aggregation.tensor_admm import TensorADMM, project_simplex
-from crowdlearn.aggregation.voting import MajorityVote
+from crowdlearn.aggregation.majority_vote import MajorityVote
 from conftest import SHARED_DATA, skip_missing
 
 

@@ -11,7 +11,8 @@ from scipy.stats import spearmanr
 from sklearn.base import clone
 
 from crowdlearn.aggregation.glad import GLAD
-from crowdlearn.aggregation.voting import MajorityVote, vote_fractions
+from crowdlearn.aggregation.majority_vote import MajorityVote
+from crowdlearn.core.stats import vote_fractions
 from crowdlearn.core.data import CrowdLabels
 
 

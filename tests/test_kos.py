@@ -11,7 +11,7 @@ from sklearn.base import clone
 
 from crowdlearn import CrowdLabels
 from crowdlearn.aggregation.kos import KOS
-from crowdlearn.aggregation.voting import MajorityVote
+from crowdlearn.aggregation.majority_vote import MajorityVote
 from crowdlearn.registry import get_method
 
 

@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.learning import get_method, methods  # noqa: E402
-from crowdlearn.learning._core import soft_majority  # noqa: E402
+from crowdlearn.core.stats import vote_fractions as soft_majority  # noqa: E402
 from crowdlearn.learning.testing import CHECKS, check_recovers_confusions  # noqa: E402
 from crowdlearn.learning.estep import bp_one_coin, reliability_nodes  # noqa: E402
 from crowdlearn.learning.maxmig import mig_loss  # noqa: E402
@@ -76,7 +76,7 @@ def test_registry_lists_all():
 
 def test_one_estimator_base(crowd, fitted):
     """Every learner is a CrowdClassifier: one input path, backbone factory, history format."""
-    import crowdlearn.learning._core as core
+    import crowdlearn.learning.numerics as core
     from crowdlearn.learning.backbones import MLP
     from crowdlearn.learning.base import CrowdClassifier, CustomLoopClassifier
 
@@ -264,7 +264,7 @@ def test_deepbp_beats_deepmf_with_extreme_spammer_and_misspecified_prior():
 
 
 def test_clipping_caps_network_confidence():
-    from crowdlearn.learning._core import clipped_proba
+    from crowdlearn.learning.numerics import clipped_proba
 
     p = np.array([[0.99, 0.01], [0.3, 0.7]])
     q = clipped_proba(p, 0.8)

@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 from sklearn.base import clone
 
 from crowdlearn.aggregation.mace import MACE, _beta_kl, _dirichlet_kl
-from crowdlearn.aggregation.voting import MajorityVote
+from crowdlearn.aggregation.majority_vote import MajorityVote
 from crowdlearn.core.data import CrowdLabels
 
 

@@ -147,7 +147,7 @@ def test_perfect_workers_give_near_perfect_oracle():
 
 
 def test_oracle_beats_majority_on_a_noisy_crowd():
-    from crowdlearn.aggregation.voting import MajorityVote
+    from crowdlearn.aggregation.majority_vote import MajorityVote
 
     data = _crowd([0.9, 0.85, 0.8, 0.75, 0.7, 0.4, 0.35], per_task=3, n_tasks=240, seed=5)
     mv = MajorityVote().fit(data)

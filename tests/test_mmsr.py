@@ -13,7 +13,7 @@ from sklearn.base import clone
 
 from crowdlearn import CrowdLabels
 from crowdlearn.aggregation.mmsr import MMSR, pair_agreements
-from crowdlearn.aggregation.voting import MajorityVote
+from crowdlearn.aggregation.majority_vote import MajorityVote
 from crowdlearn.registry import get_method
 
 

@@ -9,13 +9,9 @@ import pytest
 
 from crowdlearn import CrowdLabels, simulate
 from crowdlearn.aggregation.dawid_skene import DawidSkene
-from crowdlearn.aggregation.spectral import (
-    MultiSPA,
-    MultiSPADawidSkene,
-    MultiSPAKL,
-    SpectralDawidSkene,
-    successive_projection,
-)
+from crowdlearn.aggregation.moments import successive_projection
+from crowdlearn.aggregation.multispa import MultiSPA, MultiSPADawidSkene, MultiSPAKL
+from crowdlearn.aggregation.spectral_ds import SpectralDawidSkene
 from crowdlearn.registry import get_method
 from conftest import load_shared
 

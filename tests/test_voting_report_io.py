@@ -70,7 +70,7 @@ def test_read_write_round_trip(tmp_path, ext):
 def test_fast_delimited_writer_matches_pandas(tmp_path, sep_ext):
     """The pyarrow writer's text reads back as pandas' does; odd columns fall back to pandas."""
     pytest.importorskip("pyarrow")
-    from crowdlearn.core.io import _write_delimited_arrow
+    from crowdlearn.core.tables import _write_delimited_arrow
 
     rng = np.random.default_rng(0)
     p = rng.dirichlet(np.ones(3), size=50)
@@ -128,7 +128,7 @@ def test_fast_reader_reads_what_pandas_reads(tmp_path, name):
     ref = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     pd.testing.assert_frame_equal(got, ref)
     assert got.loc[0].tolist() == ["007", "NA", "null"] and got.worker.isna().sum() == 1
-    from crowdlearn.core.io import _read_delimited_arrow
+    from crowdlearn.core.tables import _read_delimited_arrow
 
     fast = _read_delimited_arrow(path, sep)
     if name.endswith(".gz"):

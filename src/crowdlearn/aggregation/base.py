@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.stats import clamp_to_gold
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame"]
 
@@ -115,10 +116,7 @@ class BaseAggregator(BaseEstimator):
         self.converged_ = True
         proba = self._fit(data, gold_codes, init_p)
         proba = self._clean_proba(proba, data)
-        if gold_codes is not None:
-            known = gold_codes >= 0
-            proba[known] = 0.0
-            proba[known, gold_codes[known]] = 1.0
+        clamp_to_gold(proba, gold_codes)
         self._set_outputs(data, proba)
         del self._rng
         return self

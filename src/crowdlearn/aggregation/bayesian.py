@@ -38,13 +38,13 @@ from scipy.special import digamma, gammaln, logsumexp
 
 from ..core import kernels
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, dirichlet_expected_log, expected_skills, vote_fractions
 from .base import ConfusionAggregator
-from .voting import vote_fractions
+from .dawid_skene import check_table_size
 
 __all__ = ["BayesianDawidSkene"]
 
 #: refuse W x K x K tables above this many float64 cells, as DawidSkene does
-_MAX_TABLE_CELLS = 50_000_000
 
 
 def dirichlet_kl(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -60,11 +60,6 @@ def dirichlet_kl(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
         + gammaln(prior).sum(axis=-1)
         + ((post - prior) * (digamma(post) - digamma(s_post)[..., None])).sum(axis=-1)
     )
-
-
-def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
-    """``E[log theta]`` for ``theta ~ Dir(conc)`` over the last axis."""
-    return digamma(conc) - digamma(conc.sum(axis=-1, keepdims=True))
 
 
 class BayesianDawidSkene(ConfusionAggregator):
@@ -151,18 +146,14 @@ class BayesianDawidSkene(ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
-        if m * k * k > _MAX_TABLE_CELLS:
-            raise ValueError(
-                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
-                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
-            )
+        check_table_size(type(self).__name__, m, k)
         prior_rows = self._prior_rows(k)
         prior_pi = np.full(k, float(self.prior_alpha))
         backend = kernels.resolve_backend(self.backend, data.n_labels)
         gold_info = _gold_rows(data, gold)
 
         post = init if init is not None else vote_fractions(data)
-        post = _clamp(post, gold)
+        post = clamp_to_gold(post, gold)
         n_answers = max(data.n_labels, 1)
         prev = -np.inf
         self.converged_ = False
@@ -174,7 +165,7 @@ class BayesianDawidSkene(ConfusionAggregator):
             post, ll = kernels.estep(data, log_table, log_prior, backend)
             if gold_info is not None:
                 ll += _gold_correction(gold_info, log_table, log_prior)
-            post = _clamp(post, gold)
+            post = clamp_to_gold(post, gold)
             elbo = (
                 ll
                 - float(dirichlet_kl(conc, prior_rows).sum())
@@ -193,8 +184,7 @@ class BayesianDawidSkene(ConfusionAggregator):
         self.prior_concentration_ = conc_pi
         prior = conc_pi / conc_pi.sum()
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        diag = np.einsum("wjj->wj", self.confusions_)
-        self.skills_ = pd.Series(diag @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers, name="skill")
         return post
 
     @staticmethod
@@ -215,14 +205,6 @@ def _expected_logs(conc: np.ndarray, conc_pi: np.ndarray) -> tuple[np.ndarray, n
     elog = dirichlet_expected_log(conc)  # [w, true, answered]
     log_table = np.ascontiguousarray(elog.transpose(0, 2, 1).reshape(m * k, k))
     return log_table, dirichlet_expected_log(conc_pi)
-
-
-def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-    if gold is not None:
-        known = gold >= 0
-        post[known] = 0.0
-        post[known, gold[known]] = 1.0
-    return post
 
 
 def _gold_rows(data: CrowdLabels, gold: np.ndarray | None):

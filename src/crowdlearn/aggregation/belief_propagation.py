@@ -58,16 +58,20 @@ digamma(a + b)``.  ``history_`` is the ELBO (non-decreasing).
 
 from __future__ import annotations
 
-import os
-from functools import lru_cache
-
 import numpy as np
 import pandas as pd
-from scipy.special import betaln, digamma, expit, logsumexp, roots_jacobi
+from scipy.special import betaln, expit, logsumexp
 
+from ..core import kernels
 from ..core.data import CrowdLabels
+from ..core.stats import (
+    beta_expected_logs,
+    clamp_to_gold,
+    class_sums,
+    gauss_jacobi,
+    vote_fractions,
+)
 from .base import BaseAggregator
-from .voting import vote_fractions
 
 __all__ = ["BeliefPropagation", "MeanField"]
 
@@ -86,23 +90,6 @@ _COARSE = 64
 _BLOCK = 1 << 20
 #: ``backend="auto"`` compiles the worker loop from this many answers on
 _NUMBA_MIN_LABELS = 5_000
-
-
-# ============================================================================ quadrature
-@lru_cache(maxsize=128)
-def _gauss_jacobi(n: int, a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Nodes ``q``, ``1 - q`` and log-weights of the n-point rule for ``q^(a-1) (1-q)^(b-1)``.
-
-    Exact for polynomials of degree <= 2n - 1 on [0, 1] against the Beta(a, b) weight (up to
-    the constant ``B(a, b)``, which cancels in every ratio computed here).
-    """
-    x, w = roots_jacobi(n, b - 1.0, a - 1.0)  # weight (1 - x)^(b-1) (1 + x)^(a-1) on [-1, 1]
-    q = (1.0 + x) / 2.0
-    omq = (1.0 - x) / 2.0
-    logw = np.log(w)
-    for arr in (q, omq, logw):
-        arr.flags.writeable = False
-    return q, omq, logw
 
 
 def _n_nodes(degree: np.ndarray) -> np.ndarray:
@@ -181,134 +168,6 @@ def _large_worker(w0, w1, q, omq, logw):
     return logs[:, 0], logs[:, 1], np.array([vec[:, 0].sum() / amp.sum()])
 
 
-def _worker_messages_loop(
-    w0, w1, ptr, rule_of, rule_ptr, q_all, omq_all, logw_all, small_nodes, n_coarse, trunc,
-    out, mean_q,
-):  # pragma: no cover - compiled by numba (see _numba_loop); mirrors the numpy path
-    """All workers in one compiled pass: the numpy path's arithmetic, without temporaries.
-
-    Inner loops run over nodes (contiguous, independent), so they vectorise.
-    """
-    max_n = 1
-    for r in range(rule_ptr.shape[0] - 1):
-        max_n = max(max_n, rule_ptr[r + 1] - rule_ptr[r])
-    vals = np.empty(max_n + 1)
-    prod = np.empty(max_n + 1)
-    amp_q = np.empty(max_n + 1)
-    amp_o = np.empty(max_n + 1)
-    cq = np.empty(max_n + 1)
-    co = np.empty(max_n + 1)
-    cw = np.empty(max_n + 1)
-    cidx = np.empty(max_n + 1, np.int64)
-    for w in range(ptr.shape[0] - 1):
-        e0 = ptr[w]
-        e1 = ptr[w + 1]
-        if e1 == e0:
-            continue
-        base = rule_ptr[rule_of[w]]
-        n = rule_ptr[rule_of[w] + 1] - base
-        lo = 0
-        hi = n
-        if n > small_nodes:  # coarse search for the nodes that carry the mass
-            stride = max(n // n_coarse, 1)
-            nc = 0
-            for j in range(0, n, stride):
-                cidx[nc] = j
-                nc += 1
-            if cidx[nc - 1] != n - 1:
-                cidx[nc] = n - 1
-                nc += 1
-            for c in range(nc):
-                cq[c] = q_all[base + cidx[c]]
-                co[c] = omq_all[base + cidx[c]]
-                cw[c] = logw_all[base + cidx[c]]
-            _log_products_nb(w0, w1, e0, e1, cq, co, cw, nc, vals, prod)
-            peak = 0
-            for c in range(1, nc):
-                if vals[c] > vals[peak]:
-                    peak = c
-            thr = vals[peak] - trunc
-            for c in range(peak - 1, -1, -1):
-                if vals[c] < thr:
-                    lo = cidx[c] + 1
-                    break
-            for c in range(peak + 1, nc):
-                if vals[c] < thr:
-                    hi = cidx[c]
-                    break
-        m = hi - lo
-        q = q_all[base + lo: base + hi]
-        omq = omq_all[base + lo: base + hi]
-        _log_products_nb(w0, w1, e0, e1, q, omq, logw_all[base + lo: base + hi], m, vals, prod)
-        top = vals[0]
-        for i in range(1, m):
-            top = max(top, vals[i])
-        tot = 0.0
-        tot_q = 0.0
-        for i in range(m):
-            a = np.exp(vals[i] - top)
-            amp_q[i] = a * q[i]
-            amp_o[i] = a * omq[i]
-            tot += a
-            tot_q += amp_q[i]
-        mean_q[w] = tot_q / tot
-        for e in range(e0, e1):
-            a0 = w0[e]
-            a1 = w1[e]
-            i1 = 0.0
-            i0 = 0.0
-            for i in range(m):
-                inv = 1.0 / (a0 * omq[i] + a1 * q[i])
-                i1 += amp_q[i] * inv
-                i0 += amp_o[i] * inv
-            out[e] = np.log(i1) - np.log(i0)
-
-
-def _log_products_loop(w0, w1, e0, e1, q, omq, logw, m, vals, prod):  # pragma: no cover
-    """``vals[i] = logw[i] + sum_e log(w0_e (1 - q_i) + w1_e q_i)``; one log per 12 edges
-    (each factor is >= exp(-50), so 12 of them stay far above the underflow threshold)."""
-    for i in range(m):
-        vals[i] = logw[i]
-        prod[i] = 1.0
-    cnt = 0
-    for e in range(e0, e1):
-        a0 = w0[e]
-        a1 = w1[e]
-        for i in range(m):
-            prod[i] *= a0 * omq[i] + a1 * q[i]
-        cnt += 1
-        if cnt == 12:
-            for i in range(m):
-                vals[i] += np.log(prod[i])
-                prod[i] = 1.0
-            cnt = 0
-    if cnt:
-        for i in range(m):
-            vals[i] += np.log(prod[i])
-
-
-#: the compiled ``_log_products_loop``, set by :func:`_numba_loop` before the worker loop
-#: that calls it is compiled
-_log_products_nb = None
-
-
-@lru_cache(maxsize=1)
-def _numba_loop():
-    """The compiled worker loop (cached on disk), or None without numba."""
-    if os.environ.get("CROWDLEARN_DISABLE_NUMBA"):
-        return None
-    try:
-        import numba
-    except ImportError:
-        return None
-    jit = numba.njit(
-        cache=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract", "arcp", "nsz"}
-    )
-    # the worker loop calls the helper through this module global
-    globals()["_log_products_nb"] = jit(_log_products_loop)
-    return jit(_worker_messages_loop)
-
-
 class _WorkerFactors:
     """Exact one-coin worker factors of a fixed answer graph, evaluated on edge messages."""
 
@@ -325,9 +184,10 @@ class _WorkerFactors:
         nodes = _n_nodes(degree)
         active = degree > 0
         sizes = np.unique(nodes[active])
-        self.loop = _numba_loop() if use_numba else None
+        kern = kernels.compiled_kernels() if use_numba else None
+        self.loop = None if kern is None else kern.bp_worker_messages
         if self.loop is not None:
-            rules = [_gauss_jacobi(int(n), self.a, self.b) for n in sizes]
+            rules = [gauss_jacobi(int(n), self.a, self.b) for n in sizes]
             self.rule_of = np.searchsorted(sizes, nodes).clip(0, max(len(sizes) - 1, 0))
             self.rule_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
             self.rules = tuple(
@@ -358,7 +218,7 @@ class _WorkerFactors:
 
     def _numpy_messages(self, w0, w1, out, mean_q) -> None:
         for n, members in self.small:
-            q, omq, logw = _gauss_jacobi(n, self.a, self.b)
+            q, omq, logw = gauss_jacobi(n, self.a, self.b)
             for block in _blocks(members, self.degree, n):
                 starts = self.ptr[block]
                 ends = self.ptr[block + 1]
@@ -368,7 +228,7 @@ class _WorkerFactors:
                 out[idx] = l1 - l0
                 mean_q[block] = mq
         for n, members in self.large:
-            q, omq, logw = _gauss_jacobi(n, self.a, self.b)
+            q, omq, logw = gauss_jacobi(n, self.a, self.b)
             for w in members:
                 sl = slice(self.ptr[w], self.ptr[w + 1])
                 l1, l0, mq = _large_worker(w0[sl], w1[sl], q, omq, logw)
@@ -405,15 +265,6 @@ def _lse_excluding(t: np.ndarray) -> np.ndarray:
     return out
 
 
-def _class_scores(data: CrowdLabels, weights: np.ndarray) -> np.ndarray:
-    """(n_tasks, K) sums of per-answer weights by answered class."""
-    k = data.n_classes
-    flat = np.bincount(
-        data.task.astype(np.int64) * k + data.label, weights=weights, minlength=data.n_tasks * k
-    )
-    return flat.reshape(data.n_tasks, k)
-
-
 def _softmax(logits: np.ndarray) -> np.ndarray:
     return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 
@@ -438,7 +289,7 @@ class _OneCoinBase(BaseAggregator):
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
         if len(self.classes_) == 1:
             return np.ones((data.n_tasks, 1))
-        return _softmax(_class_scores(data, self._answer_weight[data.worker]))
+        return _softmax(class_sums(data, self._answer_weight[data.worker]))
 
 
 # ============================================================================ BP
@@ -501,7 +352,7 @@ class BeliefPropagation(_OneCoinBase):
             raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {self.backend!r}")
         if self.backend == "numpy":
             return False
-        have = _numba_loop() is not None
+        have = kernels.compiled_kernels() is not None
         if self.backend == "numba" and not have:
             raise ImportError("backend='numba' needs numba: pip install 'crowdlearn[fast]'")
         return have and (self.backend == "numba" or n_labels >= _NUMBA_MIN_LABELS)
@@ -542,12 +393,12 @@ class BeliefPropagation(_OneCoinBase):
         self.messages_ = y
         mq = np.clip(mean_q, 1e-300, 1 - 1e-16)
         self._set_worker_outputs(data, mean_q, np.log(mq) - np.log1p(-mq) + log_k1)
-        return _softmax(_class_scores(data, y))
+        return _softmax(class_sums(data, y))
 
     @staticmethod
     def _task_messages(data: CrowdLabels, y: np.ndarray, log_k1: float) -> np.ndarray:
         """``x_e``: log-odds that answer e is right given the task's other answers."""
-        scores = _class_scores(data, y)  # (N, K)
+        scores = class_sums(data, y)  # (N, K)
         others = _lse_excluding(scores)
         t, l = data.task, data.label
         return scores[t, l] - y - others[t, l] + log_k1
@@ -612,7 +463,7 @@ class MeanField(_OneCoinBase):
         log_k1 = np.log(k - 1.0)
         degree = data.labels_per_worker().astype(np.float64)
         post = init if init is not None else vote_fractions(data)
-        post = _clamp(post, gold)
+        post = clamp_to_gold(post, gold)
         known = None if gold is None else np.flatnonzero(gold >= 0)
         n_answers = max(data.n_labels, 1)
         prev = -np.inf
@@ -621,7 +472,7 @@ class MeanField(_OneCoinBase):
         for it in range(self.max_iter):
             if it:
                 ab = self._m_step(data, post, degree, a, b)
-            right, wrong = _beta_expected_logs(ab)
+            right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
             logits = self._logits(data, right, wrong, log_k1)
             lse = logsumexp(logits, axis=1)
             post = np.exp(logits - lse[:, None])
@@ -629,13 +480,13 @@ class MeanField(_OneCoinBase):
             if known is not None:
                 g = gold[known]
                 elbo += float(np.sum(logits[known, g] - lse[known]))
-                post = _clamp(post, gold)
+                post = clamp_to_gold(post, gold)
             elbo -= float(_beta_kl(ab, a, b).sum())
             if self._record_iteration(elbo, prev, n_answers):
                 break
             prev = elbo
         self.reliability_params_ = ab
-        right, wrong = _beta_expected_logs(ab)
+        right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
         self._set_worker_outputs(data, ab[:, 0] / ab.sum(axis=1), right - wrong + log_k1)
         return post
 
@@ -651,27 +502,13 @@ class MeanField(_OneCoinBase):
         """``log p(y_n = j)`` up to the E-step normaliser, uniform class prior included."""
         k = data.n_classes
         base = np.bincount(data.task, weights=(wrong - log_k1)[data.worker], minlength=data.n_tasks)
-        logits = _class_scores(data, (right - wrong + log_k1)[data.worker])
+        logits = class_sums(data, (right - wrong + log_k1)[data.worker])
         logits += base[:, None] - np.log(k)
         return logits
-
-
-def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-    if gold is not None:
-        known = gold >= 0
-        post[known] = 0.0
-        post[known, gold[known]] = 1.0
-    return post
-
-
-def _beta_expected_logs(ab: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``E[log q]`` and ``E[log(1 - q)]`` for ``q ~ Beta(ab[:, 0], ab[:, 1])``."""
-    total = digamma(ab.sum(axis=1))
-    return digamma(ab[:, 0]) - total, digamma(ab[:, 1]) - total
 
 
 def _beta_kl(ab: np.ndarray, a: float, b: float) -> np.ndarray:
     """``KL(Beta(ab) || Beta(a, b))`` per row."""
     p, r = ab[:, 0], ab[:, 1]
-    right, wrong = _beta_expected_logs(ab)
+    right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
     return betaln(a, b) - betaln(p, r) + (p - a) * right + (r - b) * wrong

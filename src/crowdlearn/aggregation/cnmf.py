@@ -14,7 +14,7 @@ so ``X`` is a rank-K, symmetric, nonnegative-factorisable matrix.  The algorithm
 1. **Pair moments.**  ``R_{m,n}`` is the K x K co-occurrence count of workers ``m`` and
    ``n`` over their shared tasks divided by that number, kept when they share at least
    ``min_shared`` tasks (at most ``max_partners`` partners per worker) -- the same sparse
-   ``incidence^T @ incidence`` product as :class:`~crowdlearn.aggregation.spectral.MultiSPA`.
+   ``incidence^T @ incidence`` product as :class:`~crowdlearn.aggregation.multispa.MultiSPA`.
 2. **Imputation.**  The other blocks (and the diagonal blocks, which the data do not give:
    a worker's answer co-occurs only with itself) are unknown.  The paper fills them through
    well-observed pivots (``R_{m,n} = R_{m,l} R_{j,l}^{-1} R_{j,n}``) or a least-squares
@@ -35,16 +35,16 @@ so ``X`` is a rank-K, symmetric, nonnegative-factorisable matrix.  The algorithm
    columns normalised to 1 are ``A_m``; ``d`` is the squared mean column sum.  ``H`` is one
    matrix, so the classes are consistent across workers by construction (no per-worker
    permutation alignment, unlike MultiSPA); the one global class order maximises the
-   answer-weighted diagonal mass (as in :mod:`~crowdlearn.aggregation.spectral`).
+   answer-weighted diagonal mass (as in :mod:`~crowdlearn.aggregation.moments`).
 5. Labels by the MAP rule, then optional ``n_em_iter`` Dawid-Skene EM rounds (the
-   ``_MomentThenEM`` machinery of :mod:`~crowdlearn.aggregation.spectral`, with its
+   ``MomentThenEM`` machinery of :mod:`~crowdlearn.aggregation.moments`, with its
    fallback, ``compare_with_mv`` safeguard and confusion conversion).
 
 Scale: the factorised matrix is dense ``(S K) x (S K)``; ``S`` is capped at ``max_workers``
 and at ``max_dim // K`` (the most active workers; ties by code).  Workers left out, and
 workers outside the ``min_partners``-core of the observed-pair graph, are completed from the
 MAP posterior of the factorised workers as MultiSPA completes its unidentified workers, plus
-one refinement round against the posterior of all workers (:func:`_complete`;
+one refinement round against the posterior of all workers (:func:`~crowdlearn.aggregation.moments.complete_unidentified`;
 ``identified_`` says which were factorised).
 
 Confusions are exposed in the library orientation ``confusions_[w, true, answered]`` (rows
@@ -56,89 +56,21 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..core import kernels
-from ..core.data import CrowdLabels
-from .spectral import (
-    _TINY,
-    MultiSPA,
-    _Degenerate,
-    _diagonal_order,
-    _MomentThenEM,
-    _normalise_columns,
-    _prior_or_uniform,
+from ..core.stats import TINY
+from .moments import (
+    Degenerate,
+    MomentThenEM,
+    active_workers,
+    complete_unidentified,
+    diagonal_order,
+    floored_columns,
+    normalise_columns,
+    pair_moments,
+    prior_or_uniform,
     successive_projection,
 )
 
 __all__ = ["CoupledNMF"]
-
-
-# ====================================================================== pair moments
-def _active_workers(data: CrowdLabels, max_workers: int) -> np.ndarray:
-    """Codes of the (at most ``max_workers``) most active workers, sorted."""
-    per_worker = data.labels_per_worker()
-    active = np.flatnonzero(per_worker > 0)
-    if len(active) > max_workers:
-        order = np.lexsort((active, -per_worker[active]))
-        active = np.sort(active[order[:max_workers]])
-    return active
-
-
-def _pair_moments(data: CrowdLabels, active: np.ndarray, min_shared: int, max_partners: int):
-    """Empirical pair co-occurrences ``R_{i,l}`` of the ``active`` workers.
-
-    Returns ``(pi, pl, cnt, blocks)``: pairs ``pi < pl`` (positions in ``active``) sharing at
-    least ``min_shared`` tasks, kept when ``l`` is among the ``max_partners`` most
-    co-labelling partners of ``i`` or vice versa; ``cnt`` the shared-task counts and
-    ``blocks[p, a, b]`` the fraction of shared tasks on which ``i`` answered ``a`` and ``l``
-    answered ``b`` (orientation: rows = first worker's answer).  All from two sparse
-    products; no dense S x S or (S K) x (S K) matrix is built here.
-    """
-    n, k = data.n_tasks, data.n_classes
-    s = len(active)
-    cols = (active[:, None] * k + np.arange(k)).ravel()
-    inc = data.incidence()[:, cols].tocsr()
-    cooc = (inc.T @ inc).tocoo()
-    pos = np.full(data.n_workers, -1, dtype=np.int64)
-    pos[active] = np.arange(s)
-    keep = pos[data.worker] >= 0
-    b = sp.csr_matrix(
-        (np.ones(int(keep.sum())), (data.task[keep], pos[data.worker[keep]])), shape=(n, s)
-    )
-    b.data[:] = 1.0  # a repeated answer counts its task once
-    shared = (b.T @ b).tocoo()
-    off = (shared.row != shared.col) & (shared.data >= min_shared)
-    si, sl = shared.row[off].astype(np.int64), shared.col[off].astype(np.int64)
-    sc = shared.data[off]
-    # top partners per worker (rows of the symmetric list), most shared first, ties by code
-    order = np.lexsort((sl, -sc, si))
-    si, sl, sc = si[order], sl[order], sc[order]
-    start = np.searchsorted(si, si, side="left")
-    rank = np.arange(len(si)) - start
-    top = rank < max_partners
-    keys_top = np.unique(np.minimum(si[top], sl[top]) * s + np.maximum(si[top], sl[top]))
-    pi, pl = keys_top // s, keys_top % s
-    up = si < sl
-    ukey = si[up] * s + sl[up]
-    uorder = np.argsort(ukey)
-    ukey, ucnt = ukey[uorder], sc[up][uorder]
-    cnt = ucnt[np.searchsorted(ukey, keys_top)].astype(np.float64)
-    # scatter the co-occurrence entries of the kept pairs into K x K blocks
-    wr, wc = (cooc.row // k).astype(np.int64), (cooc.col // k).astype(np.int64)
-    ent = wr < wc
-    ekey = wr[ent] * s + wc[ent]
-    if len(keys_top):
-        where = np.minimum(np.searchsorted(keys_top, ekey), len(keys_top) - 1)
-        hit = keys_top[where] == ekey
-    else:
-        where, hit = np.zeros(len(ekey), np.int64), np.zeros(len(ekey), bool)
-    blocks = np.zeros((len(keys_top), k, k))
-    np.add.at(
-        blocks,
-        (where[hit], cooc.row[ent][hit] % k, cooc.col[ent][hit] % k),
-        cooc.data[ent][hit],
-    )
-    blocks /= np.maximum(cnt, 1.0)[:, None, None]
-    return pi, pl, cnt, blocks
 
 
 def _core(s: int, pi: np.ndarray, pl: np.ndarray, min_deg: int) -> np.ndarray:
@@ -187,13 +119,13 @@ def _symnmf_rotation(f: np.ndarray, n_iter: int) -> tuple[np.ndarray, np.ndarray
     lead = f[:, 0] if f[:, 0].sum() >= 0 else -f[:, 0]
     sgn = 1.0 if f[:, 0].sum() >= 0 else -1.0
     g = f * np.array([sgn] + [1.0] * (k - 1))
-    ok = lead > 1e-3 * max(lead.max(initial=0.0), _TINY)
+    ok = lead > 1e-3 * max(lead.max(initial=0.0), TINY)
     if ok.sum() < k:
-        raise _Degenerate("the imputed co-occurrence matrix has fewer than K usable rows")
+        raise Degenerate("the imputed co-occurrence matrix has fewer than K usable rows")
     scaled = g[ok] / lead[ok, None]
     picked = np.flatnonzero(ok)[successive_projection(scaled.T, k)]
     if len(picked) < k:
-        raise _Degenerate("SPA found fewer than K anchor rows in the imputed matrix")
+        raise Degenerate("SPA found fewer than K anchor rows in the imputed matrix")
     q = g[picked].T / np.linalg.norm(g[picked], axis=1)
     q = _polar(q)
     for _ in range(n_iter):
@@ -204,12 +136,12 @@ def _symnmf_rotation(f: np.ndarray, n_iter: int) -> tuple[np.ndarray, np.ndarray
             break
         q = q_new
     fq = g @ q
-    neg = float(np.abs(np.minimum(fq, 0)).sum() / max(np.abs(fq).sum(), _TINY))
+    neg = float(np.abs(np.minimum(fq, 0)).sum() / max(np.abs(fq).sum(), TINY))
     return g, q, neg
 
 
 # ========================================================================= estimator
-class CoupledNMF(_MomentThenEM):
+class CoupledNMF(MomentThenEM):
     """CNMF: imputed pairwise co-occurrences, symmetric NMF, MAP labels (+ optional EM).
 
     Ibrahim & Fu (ICML 2021); see the module docstring for the model
@@ -250,7 +182,7 @@ class CoupledNMF(_MomentThenEM):
         ``alpha``/``diag_alpha`` also smooth the completion of non-factorised workers.
     compare_with_mv : bool, default True
         With ``n_em_iter > 0``, also run EM from majority vote and keep the higher
-        likelihood (see :mod:`~crowdlearn.aggregation.spectral`).
+        likelihood (see :mod:`~crowdlearn.aggregation.moments`).
     random_state : int, default 0
         Seed of the random start of the subspace iteration.
 
@@ -323,16 +255,16 @@ class CoupledNMF(_MomentThenEM):
         self.observed_fraction_ = 0.0
         self.nmf_residual_ = np.nan
         if m < 2:
-            raise _Degenerate("fewer than two workers (no co-occurrences)")
+            raise Degenerate("fewer than two workers (no co-occurrences)")
         cap = max(2, min(int(self.max_workers), int(self.max_dim) // k))
-        active = _active_workers(data, cap)
-        pi, pl, cnt, blocks = _pair_moments(data, active, self.min_shared, self.max_partners)
+        active = active_workers(data, cap)
+        pi, pl, cnt, blocks = pair_moments(data, active, self.min_shared, self.max_partners)
         # a worker's rows of H are pinned down only by its observed blocks: keep the
         # min_partners-core of the observed-pair graph (repeatedly drop workers with fewer
         # observed partners), so that the completion is not asked to invent whole workers
         has = _core(len(active), pi, pl, int(self.min_partners))
         if has.sum() < 3:
-            raise _Degenerate(
+            raise Degenerate(
                 f"fewer than three workers have min_partners={self.min_partners} partners "
                 f"sharing at least min_shared={self.min_shared} tasks"
             )
@@ -349,19 +281,21 @@ class CoupledNMF(_MomentThenEM):
         colsum = h4.sum(axis=1)  # (S, K): sqrt(d_j) for every worker
         sqrt_d = colsum.mean(axis=0)
         if not np.all(sqrt_d > 0):
-            raise _Degenerate("the symmetric NMF left a class with no mass")
-        est = _normalise_columns(h4)  # (S, K answer, K class), column-stochastic
+            raise Degenerate("the symmetric NMF left a class with no mass")
+        est = normalise_columns(h4)  # (S, K answer, K class), column-stochastic
         n_answers = data.labels_per_worker()[active]
-        perm = _diagonal_order(est, n_answers)
+        perm = diagonal_order(est, n_answers)
         est = est[:, :, perm]
-        prior = _prior_or_uniform((sqrt_d**2)[perm])
+        prior = prior_or_uniform((sqrt_d**2)[perm])
         ident = np.zeros(m, dtype=bool)
         ident[active] = True
         self.identified_ = ident
         conf_cols = np.full((m, k, k), 1.0 / k)
-        conf_cols[active] = _floored(est, self.floor)
+        conf_cols[active] = floored_columns(est, self.floor)
         # workers outside the factorisation: soft counts against the factorised posterior
-        conf_cols = _complete(self, data, conf_cols, ident, prior)
+        conf_cols = complete_unidentified(
+            data, conf_cols, ident, prior, self.alpha, self.diag_alpha, n_rounds=2
+        )
         return conf_cols, prior
 
     def _factorise(self, data, active, pi, pl, blocks, s, k):
@@ -386,7 +320,7 @@ class CoupledNMF(_MomentThenEM):
             # convergence is checked every 5th round only: the check costs two more passes
             # over the dense matrix
             if it % 5 == 4:
-                change = np.abs(low[unknown] - x[unknown]).sum() / max(np.abs(x).sum(), _TINY)
+                change = np.abs(low[unknown] - x[unknown]).sum() / max(np.abs(x).sum(), TINY)
                 np.copyto(x, low, where=unknown)
                 if change < 1e-6:
                     break
@@ -394,44 +328,9 @@ class CoupledNMF(_MomentThenEM):
                 np.copyto(x, low, where=unknown)
             vals, vecs, q = _top_psd(x, q, k, 2)
         if not np.all(vals > 0):
-            raise _Degenerate("the imputed co-occurrence matrix has rank below K")
+            raise Degenerate("the imputed co-occurrence matrix has rank below K")
         f = vecs * np.sqrt(vals)
         g, rot, neg = _symnmf_rotation(f, int(self.n_nmf_iter))
         self.nmf_residual_ = neg
         h = np.maximum(g @ rot, 0.0)
         return x.reshape(s, k, s, k), h.reshape(s, k, k)
-
-
-def _complete(est, data: CrowdLabels, conf_cols, ident, prior, n_rounds: int = 2):
-    """Confusions of the workers outside the factorisation, from the posterior.
-
-    First pass: MultiSPA's completion (soft counts of their answers against the MAP
-    posterior of the factorised workers alone).  Then ``n_rounds - 1`` refinements against
-    the posterior of *all* workers, updating only the completed ones: with few factorised
-    workers per task the first posterior is weak and its soft counts are biased towards
-    uniform (measured: mean Frobenius error of the completed workers 0.34-0.41 after one
-    pass, see tests).  ``est`` supplies ``alpha`` and ``diag_alpha``.
-    """
-    conf_cols = MultiSPA._complete(est, data, conf_cols, ident, prior)
-    if np.all(ident):
-        return conf_cols
-    m, k = data.n_workers, data.n_classes
-    for _ in range(n_rounds - 1):
-        log_table = np.log(np.maximum(conf_cols, _TINY)).reshape(m * k, k)
-        post, _ = kernels.estep(data, log_table, np.log(np.maximum(prior, _TINY)), "numpy")
-        counts, _ = kernels.mstep(data, post, "numpy")
-        counts = counts.reshape(m, k, k) + est.alpha + est.diag_alpha * np.eye(k)
-        sums = counts.sum(axis=1, keepdims=True)
-        filled = np.divide(counts, sums, out=np.full_like(counts, 1.0 / k), where=sums > 0)
-        conf_cols[~ident] = _normalise_columns(filled[~ident])
-    return conf_cols
-
-
-def _floored(conf_cols: np.ndarray, floor: float) -> np.ndarray:
-    """Columns (axis -2) floored at ``min(floor, 0.1 / K)`` and renormalised."""
-    k = conf_cols.shape[-2]
-    f = min(float(floor), 0.1 / k)
-    if f <= 0:
-        return _normalise_columns(conf_cols)
-    c = np.maximum(conf_cols, f)
-    return c / c.sum(axis=-2, keepdims=True)

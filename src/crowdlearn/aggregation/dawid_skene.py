@@ -27,14 +27,27 @@ import pandas as pd
 
 from ..core import kernels
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, confusions_from_log_table, expected_skills, vote_fractions
 from .base import ConfusionAggregator
-from .voting import vote_fractions
 
-__all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene"]
+__all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene", "check_table_size", "MAX_TABLE_CELLS"]
 
 _TINY = 1e-300
 #: refuse worker tables above this many float64 cells (400 MB per copy) instead of crawling
-_MAX_TABLE_CELLS = 50_000_000
+MAX_TABLE_CELLS = 50_000_000
+
+
+def check_table_size(who: str, n_workers: int, n_classes: int) -> None:
+    """Refuse a dense (workers, K, K) confusion table above :data:`MAX_TABLE_CELLS` cells.
+
+    Raised before any work, with the memory it would take and the methods that need none.
+    """
+    m, k = n_workers, n_classes
+    if m * k * k > MAX_TABLE_CELLS:
+        raise ValueError(
+            f"{who} would need {m} workers x {k}^2 confusion cells "
+            f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
+        )
 
 
 class DawidSkene(ConfusionAggregator):
@@ -129,16 +142,12 @@ class DawidSkene(ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
-        if m * k * k > _MAX_TABLE_CELLS:
-            raise ValueError(
-                f"{type(self).__name__} would need {m} workers x {k}^2 confusion cells "
-                f"({m * k * k * 8 / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
-            )
+        check_table_size(type(self).__name__, m, k)
         backend = kernels.resolve_backend(self.backend, data.n_labels)
         threads = kernels.resolve_n_jobs(self.n_jobs)
         pseudo = self._pseudo_counts(k, m)
         post = init if init is not None else vote_fractions(data)
-        post = self._clamp(post, gold)
+        post = clamp_to_gold(post, gold)
         ll_prev = -np.inf
         n_answers = max(data.n_labels, 1)
         self.converged_ = False
@@ -150,7 +159,7 @@ class DawidSkene(ConfusionAggregator):
             log_table, log_prior = self._m_step(data, post, pseudo, backend, work, threads)
             post, ll = kernels.estep(data, log_table, log_prior, backend, out=work["post"], n_threads=threads)
             work["post"] = post
-            post = self._clamp(post, gold)
+            post = clamp_to_gold(post, gold)
             if self._record_iteration(ll, ll_prev, n_answers):
                 break
             ll_prev = ll
@@ -159,11 +168,10 @@ class DawidSkene(ConfusionAggregator):
         # the returned posteriors are the E-step of exactly these parameters
         self._log_table = log_table
         self._log_prior = log_prior
-        self.confusions_ = np.exp(log_table.reshape(m, k, k).transpose(0, 2, 1))
+        self.confusions_ = confusions_from_log_table(log_table, m)
         prior = np.exp(log_prior)
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        diag = np.einsum("wjj->wj", self.confusions_)
-        self.skills_ = pd.Series(diag @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers, name="skill")
         return post
 
     def _pseudo_counts(self, k: int, m: int) -> np.ndarray:
@@ -179,14 +187,6 @@ class DawidSkene(ConfusionAggregator):
                 raise ValueError("confusion_prior must hold finite non-negative pseudo-counts")
             pseudo = pseudo + extra
         return pseudo
-
-    @staticmethod
-    def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-        if gold is not None:
-            known = gold >= 0
-            post[known] = 0.0
-            post[known, gold[known]] = 1.0
-        return post
 
     def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
         k, m = data.n_classes, data.n_workers

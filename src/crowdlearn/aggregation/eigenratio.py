@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..core.data import CrowdLabels
-from .spectral import _Degenerate, _MomentThenEM
+from .moments import Degenerate, MomentThenEM
 
 __all__ = ["EigenRatio"]
 
@@ -65,7 +65,7 @@ def _leading(mat: sp.spmatrix | np.ndarray) -> tuple[float, np.ndarray]:
     return float(lam), vec
 
 
-class EigenRatio(_MomentThenEM):
+class EigenRatio(MomentThenEM):
     """EigenRatio one-coin reliabilities (Dalvi et al. 2013), MAP labels, optional DS EM.
 
     Parameters
@@ -77,7 +77,7 @@ class EigenRatio(_MomentThenEM):
     n_em_iter : int, default 0
         DS EM rounds after the EigenRatio estimate.
     tol, alpha, diag_alpha, prior_alpha, compare_with_mv
-        EM settings, as for :class:`~crowdlearn.aggregation.spectral.MultiSPA`.
+        EM settings, as for :class:`~crowdlearn.aggregation.multispa.MultiSPA`.
     random_state : int, default 0
         Tie-breaking seed (the estimator is deterministic).
 
@@ -172,7 +172,7 @@ class EigenRatio(_MomentThenEM):
         skill = self._skills(data)
         known = np.isfinite(skill)
         if not known.any():
-            raise _Degenerate("no worker shares tasks with enough others for the eigen step")
+            raise Degenerate("no worker shares tasks with enough others for the eigen step")
         lo, hi = -1.0 / (k - 1) + 1e-3, 1.0 - 1e-3
         s = np.clip(np.where(known, skill, 0.0), lo, hi)
         acc = s * (k - 1) / k + 1.0 / k

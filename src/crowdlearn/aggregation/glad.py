@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
-from .voting import vote_fractions
 
 __all__ = ["GLAD"]
 
@@ -92,14 +92,6 @@ def _newton_block(theta, group, size, p_right, x, sp, dx, x_at, mu, var, lo, hi,
     return new, float(np.max(np.abs(new - theta), initial=0.0)), x, sp
 
 
-def _clamp(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-    if gold is not None:
-        known = gold >= 0
-        post[known] = 0.0
-        post[known, gold[known]] = 1.0
-    return post
-
-
 def coin_estep(
     task: np.ndarray,
     task_label: np.ndarray,
@@ -129,7 +121,7 @@ def coin_estep(
     if gold is not None:
         known = gold >= 0
         lse[known] = logits[known, gold[known]]
-        _clamp(post, gold)
+        clamp_to_gold(post, gold)
     return post, float(lse.sum())
 
 
@@ -233,7 +225,7 @@ class GLAD(BaseAggregator):
         log_beta = np.clip(np.full(n, float(self.log_beta_prior_mean)), -_LOG_BETA_BOUND, _LOG_BETA_BOUND)
         log_prior = np.full(k, -np.log(k))
         post = init if init is not None else vote_fractions(data)
-        post = _clamp(post, gold)
+        post = clamp_to_gold(post, gold)
 
         if k > 1:
             x = alpha[worker] * np.exp(log_beta)[task]

@@ -53,8 +53,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, expected_skills, vote_fractions
 from .base import BaseAggregator
-from .voting import vote_fractions
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
 
@@ -67,7 +67,7 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     Returns a Series worker -> group code (0..G-1); see the module docstring.
     """
     from ..core.data import as_crowd_labels
-    from ..diagnostics.detection import MAX_CLASSES, _excess_z, second_order_model
+    from ..diagnostics.detection import MAX_CLASSES, pair_excess_z, second_order_model
 
     data = as_crowd_labels(labels)
     if data.n_classes > MAX_CLASSES:  # pair blocks would not fit in memory: everyone alone
@@ -77,7 +77,7 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     link_m = np.empty(0, np.int64)
     link_l = np.empty(0, np.int64)
     if len(model.pair_m):
-        z = _excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
+        z = pair_excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
         hit = z > z_threshold
         link_m = model.workers[model.pair_m[hit]]
         link_l = model.workers[model.pair_l[hit]]
@@ -192,10 +192,8 @@ class GroupAwareDawidSkene(BaseAggregator):
             post = init.copy()
         else:
             post = vote_fractions(data)  # DawidSkene's start
-        if gold is not None:
-            known = gold >= 0
-            post[known] = 0.0
-            post[known, gold[known]] = 1.0
+        clamp_to_gold(post, gold)
+        known = None if gold is None else gold >= 0
         # initial hidden group labels: the group's own vote share on the task
         group_votes = np.zeros((n_u, k))
         np.add.at(group_votes, (unit, data.label), 1.0)
@@ -252,5 +250,5 @@ class GroupAwareDawidSkene(BaseAggregator):
         conf = np.einsum("wcb,wba->wca", gam[gcode], fid)
         self.confusions_ = conf
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return post

@@ -39,7 +39,8 @@ from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
-from .glad import _clamp, coin_estep
+from ..core.stats import beta_expected_logs, clamp_to_gold, dirichlet_expected_log
+from .glad import coin_estep
 
 __all__ = ["MACE"]
 
@@ -190,7 +191,7 @@ class MACE(BaseAggregator):
         for restart in range(int(self.n_restarts)):
             if restart == 0 and init is not None:
                 # statistics as if every answer that agrees with the posterior were "known"
-                init = _clamp(init.copy(), gold)
+                init = clamp_to_gold(init.copy(), gold)
                 stats = (
                     np.bincount(ctx.wl, weights=init.ravel()[ctx.task_label], minlength=m * k),
                     init.sum(axis=0),
@@ -274,15 +275,13 @@ class MACE(BaseAggregator):
         if self.method == "vb":
             a, b, g = float(self.alpha), float(self.beta), float(self.strategy_prior)
             a1, b1, c1 = know + a, spam + b, strat + g
-            norm = digamma(a1 + b1)
-            log_know = digamma(a1) - norm
-            log_spam = digamma(b1) - norm
-            log_xi = digamma(c1) - digamma(c1.sum(axis=1))[:, None]
+            log_know, log_spam = beta_expected_logs(a1, b1)
+            log_xi = dirichlet_expected_log(c1)
             penalty = -_beta_kl(a1, b1, a, b) - _dirichlet_kl(c1, g)
             if self.fit_priors:
                 pa = float(self.prior_alpha)
                 d1 = classes + pa
-                log_prior = digamma(d1) - digamma(d1.sum())
+                log_prior = dirichlet_expected_log(d1)
                 penalty -= _dirichlet_kl(d1[None, :], pa)
             else:
                 log_prior = ctx.log_prior

@@ -44,6 +44,7 @@ from scipy.special import log_softmax, logsumexp
 
 from ..core import kernels
 from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, expected_skills, soft_confusion_counts
 from .base import BaseAggregator
 
 __all__ = ["MinimaxEntropy"]
@@ -187,17 +188,12 @@ class MinimaxEntropy(BaseAggregator):
         else:
             q = data.vote_counts().astype(np.float64) + 1e-3
             q /= q.sum(axis=1, keepdims=True)
-        known = None
-        if gold is not None:
-            known = gold >= 0
-            q[known] = 0.0
-            q[known, gold[known]] = 1.0
+        clamp_to_gold(q, gold)
+        known = None if gold is None else gold >= 0
         n_sig = n_w * k * k
         theta = np.zeros(n_sig + n_t * k * k)
         # start from the worker confusions of the initial posteriors (DS M-step, log scale)
-        counts = np.zeros((n_w, k, k))
-        for c in range(k):  # counts[w, c, x] = sum of q_t(c) over w's answers x; O(answers) memory
-            counts[:, c, :] = np.bincount(w_of * k + a_of, weights=q[t_of, c], minlength=n_w * k).reshape(n_w, k)
+        counts = soft_confusion_counts(data, q)  # [w, true, answered]
         theta[:n_sig] = np.log((counts + 1.0) / (counts + 1.0).sum(axis=2, keepdims=True)).ravel()
 
         w_i, t_i, a_i = (np.ascontiguousarray(v, dtype=np.int64) for v in (w_of, t_of, a_of))
@@ -279,5 +275,5 @@ class MinimaxEntropy(BaseAggregator):
         conf = np.exp(log_softmax(sig, axis=2))
         self.confusions_ = conf
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
-        self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
+        self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return q

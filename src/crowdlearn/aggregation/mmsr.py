@@ -66,8 +66,8 @@ from scipy.special import softmax
 from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels
+from ..core.stats import weighted_votes
 from .base import BaseAggregator
-from .voting import weighted_votes
 
 __all__ = ["MMSR", "pair_agreements"]
 

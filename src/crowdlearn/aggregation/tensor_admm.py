@@ -26,7 +26,7 @@ objective changes by less than ``outer_tol`` (relative) -- the reference code's 
 Statistics (departures from the reference, which uses every worker pair and triple of a
 dense crowd):
 
-* pairs as :class:`~crowdlearn.aggregation.spectral.MultiSPA`: shared by at least
+* pairs as :class:`~crowdlearn.aggregation.multispa.MultiSPA`: shared by at least
   ``min_shared`` tasks, at most ``max_partners`` per worker; ``w_{ml}`` = number of shared
   tasks / mean (inverse-variance weighting of the empirical moments);
 * triples ``(m, l, r)`` that share at least ``min_shared_triple`` tasks, at most
@@ -39,7 +39,7 @@ Initialisation: the MultiSPA estimate (its confusions already share one class or
 the alternating updates keep).  Only the ``max_workers`` most active workers with at least
 one kept pair are fitted (``identified_``); the others are completed from the fitted
 workers' MAP posterior as in :class:`~crowdlearn.aggregation.cnmf.CoupledNMF`.  Labels by the MAP
-rule, then optional ``n_em_iter`` Dawid-Skene EM rounds (``_MomentThenEM``).
+rule, then optional ``n_em_iter`` Dawid-Skene EM rounds (``MomentThenEM``).
 
 Confusions are exposed as ``confusions_[w, true, answered]`` (rows sum to 1).
 """
@@ -50,8 +50,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..core.data import CrowdLabels
-from .cnmf import _active_workers, _complete, _floored, _pair_moments
-from .spectral import MultiSPA, _Degenerate, _MomentThenEM, _normalise_columns, _prior_or_uniform
+from .moments import (
+    Degenerate,
+    MomentThenEM,
+    active_workers,
+    complete_unidentified,
+    floored_columns,
+    normalise_columns,
+    pair_moments,
+    prior_or_uniform,
+)
+from .multispa import MultiSPA
 
 __all__ = ["TensorADMM", "project_simplex"]
 
@@ -162,7 +171,7 @@ def _triples(data: CrowdLabels, active, pairs, min_count, per_worker, max_total)
     return tri, cnt, moments
 
 
-class TensorADMM(_MomentThenEM):
+class TensorADMM(MomentThenEM):
     """TensorADMM: coupled 2nd/3rd-order moment factorisation by AO-ADMM, MAP (+ EM).
 
     Traganitis, Pagès-Zamora & Giannakis (IEEE TSP 2018); see the module docstring for the
@@ -206,7 +215,7 @@ class TensorADMM(_MomentThenEM):
     n_em_iter : int, default 0
         Dawid-Skene EM rounds after the moment estimate.
     tol, alpha, diag_alpha, prior_alpha, compare_with_mv, random_state
-        As for :class:`~crowdlearn.aggregation.spectral.MultiSPA`.
+        As for :class:`~crowdlearn.aggregation.multispa.MultiSPA`.
 
     Attributes
     ----------
@@ -287,7 +296,7 @@ class TensorADMM(_MomentThenEM):
         self.objective_: list[float] = []
         self.n_pairs_ = self.n_triples_ = 0
         if m < 2:
-            raise _Degenerate("fewer than two workers (no co-occurrences)")
+            raise Degenerate("fewer than two workers (no co-occurrences)")
         init = MultiSPA(
             min_shared=self.min_shared,
             max_partners=self.max_partners,
@@ -295,11 +304,11 @@ class TensorADMM(_MomentThenEM):
             alpha=self.alpha,
             diag_alpha=self.diag_alpha,
         )
-        conf_cols, prior = init._moment_step(data)  # raises _Degenerate when undefined
-        active = _active_workers(data, int(self.max_workers))
-        pi, pl, pcnt, blocks = _pair_moments(data, active, self.min_shared, self.max_partners)
+        conf_cols, prior = init._moment_step(data)  # raises Degenerate when undefined
+        active = active_workers(data, int(self.max_workers))
+        pi, pl, pcnt, blocks = pair_moments(data, active, self.min_shared, self.max_partners)
         if len(pi) == 0:
-            raise _Degenerate(f"no worker pair shares at least min_shared={self.min_shared} tasks")
+            raise Degenerate(f"no worker pair shares at least min_shared={self.min_shared} tasks")
         tri, tcnt, tmom = _triples(
             data, active, (pi, pl, pcnt), int(self.min_shared_triple),
             int(self.max_triples_per_worker),
@@ -309,7 +318,7 @@ class TensorADMM(_MomentThenEM):
         s = len(active)
         pw = pcnt / pcnt.mean()
         tw = self.triple_weight * tcnt / pcnt.mean() if len(tri) else tcnt
-        a = _normalise_columns(conf_cols[active].copy())
+        a = normalise_columns(conf_cols[active].copy())
         d = np.asarray(prior, dtype=np.float64).copy()
         fitted = np.zeros(s, dtype=bool)
         fitted[pi] = fitted[pl] = True
@@ -365,13 +374,15 @@ class TensorADMM(_MomentThenEM):
             if last is not None and abs(last - obj) <= self.outer_tol * max(abs(last), 1e-300):
                 break
             last = obj
-        prior = _prior_or_uniform(np.maximum(d, 1e-6))
+        prior = prior_or_uniform(np.maximum(d, 1e-6))
         ident = np.zeros(m, dtype=bool)
         ident[active[fitted]] = True
         self.identified_ = ident
         conf_cols = np.full((m, k, k), 1.0 / k)
-        conf_cols[active[fitted]] = _floored(_normalise_columns(a[fitted]), self.floor)
-        conf_cols = _complete(self, data, conf_cols, ident, prior)
+        conf_cols[active[fitted]] = floored_columns(normalise_columns(a[fitted]), self.floor)
+        conf_cols = complete_unidentified(
+            data, conf_cols, ident, prior, self.alpha, self.diag_alpha, n_rounds=2
+        )
         return conf_cols, prior
 
     @staticmethod

@@ -399,7 +399,7 @@ class CrowdLabels:
     @classmethod
     def from_csv(cls, path, task="task", worker="worker", label="label", classes=None, **kwargs):
         """Read a CSV/TSV file (delimiter sniffed from the extension) with one row per answer."""
-        from .io import read_table
+        from .tables import read_table
 
         df = read_table(path, columns=(task, worker, label))
         return cls.from_frame(df, task, worker, label, classes, **kwargs)
@@ -407,7 +407,7 @@ class CrowdLabels:
     @classmethod
     def from_parquet(cls, path, task="task", worker="worker", label="label", classes=None, **kwargs):
         """Read a Parquet file (needs pyarrow: ``pip install crowdlearn[parquet]``)."""
-        from .io import read_table
+        from .tables import read_table
 
         df = read_table(path, columns=(task, worker, label), fmt="parquet")
         return cls.from_frame(df, task, worker, label, classes, **kwargs)

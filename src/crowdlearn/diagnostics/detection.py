@@ -54,7 +54,7 @@ from scipy import stats
 
 from ..core.data import CrowdLabels, as_crowd_labels
 
-__all__ = ["detect_spammers", "detect_adversaries", "second_order_model"]
+__all__ = ["detect_spammers", "detect_adversaries", "second_order_model", "pair_excess_z"]
 
 #: Above this many classes the K x K blocks per worker pair (and the K x K dependence tables)
 #: cost too much memory; the detectors then report every worker with basis "too many classes"
@@ -161,7 +161,7 @@ def second_order_model(
         ALS sweeps.
     robust_passes : int
         Refits that give zero weight to pairs whose excess agreement has a robust z-score
-        above ``z_exclude`` (see :func:`_excess_z`); used to find groups of copiers.
+        above ``z_exclude`` (see :func:`pair_excess_z`); used to find groups of copiers.
     """
     data = as_crowd_labels(labels)
     k = data.n_classes
@@ -196,7 +196,7 @@ def second_order_model(
     for _ in range(robust_passes):
         # refit without the pairs that agree far more than the model allows (copiers), so a
         # clique of colluders cannot bend the honest low-rank structure towards itself
-        z = _excess_z(u, blocks, pm, pl, shared)
+        z = pair_excess_z(u, blocks, pm, pl, shared)
         u = _als(u, blocks, pm, pl, np.where(z > z_exclude, 0.0, shared), n_iter)
     return SecondOrderModel(workers, u, pm, pl, shared, blocks)
 
@@ -216,7 +216,7 @@ def _als(u, blocks, pm, pl, w, n_iter):
     return u
 
 
-def _excess_z(u, blocks, pm, pl, shared) -> np.ndarray:
+def pair_excess_z(u, blocks, pm, pl, shared) -> np.ndarray:
     """Robust z-score of each pair's excess agreement ``trace(R_ml - U_m U_l^T) sqrt(n_ml)``."""
     fit = np.einsum("pkr,pjr->pkj", u[pm], u[pl])
     excess = np.einsum("pkk->p", blocks - fit) * np.sqrt(shared)

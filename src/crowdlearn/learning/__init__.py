@@ -1,7 +1,7 @@
 """End-to-end learning from crowds: train a classifier f(x) directly from features and crowd labels.
 
 torch is an optional dependency: importing this package imports no torch; the estimator
-modules import it (through :mod:`crowdlearn.learning._torch`) when a method is first resolved.
+modules import it (through :mod:`crowdlearn.learning.torch_utils`) when a method is first resolved.
 
 Every estimator is a :class:`crowdlearn.learning.base.CrowdClassifier` — one input path,
 backbone factory (:mod:`~crowdlearn.learning.backbones`), seeding scheme and prediction code —

@@ -12,7 +12,7 @@ import copy
 
 import numpy as np
 
-from ._torch import torch
+from .torch_utils import torch
 
 nn = torch.nn
 

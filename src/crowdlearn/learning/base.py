@@ -59,9 +59,9 @@ import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from ..core.data import CrowdLabels
-from ._torch import resolve_device, seed_everything, torch
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
+from .torch_utils import resolve_device, seed_everything, torch
 
 nn = torch.nn
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import mle_confusions, soft_majority
-from ._torch import torch
+from ..core.stats import soft_confusions, vote_fractions
 from .base import CrowdClassifier
+from .torch_utils import torch
 
 nn = torch.nn
 
@@ -97,7 +97,7 @@ class CCEM(CrowdClassifier):
             eps = 0.2
             a = np.broadcast_to((1 - eps) * np.eye(k) + eps / k, (w, k, k))
         elif self.init == "mle":
-            a = mle_confusions(data, soft_majority(data), 0.0) + 0.01
+            a = soft_confusions(data, vote_fractions(data), 0.0) + 0.01
             a = a / a.sum(-1, keepdims=True)
         else:
             raise ValueError(f"init must be 'identity' or 'mle', got {self.init!r}")

@@ -30,9 +30,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._core import batch_edges, mle_confusions, soft_majority
-from ._torch import torch
+from ..core.stats import soft_confusions, vote_fractions
 from .base import CustomLoopClassifier
+from .numerics import batch_edges
+from .torch_utils import torch
 
 __all__ = ["COINNet"]
 
@@ -84,7 +85,7 @@ class COINNet(CustomLoopClassifier):
             raise ValueError("need 0 < p <= 2 and non-negative lambda_vol, lambda_out")
         k, n, dev = data.n_classes, data.n_tasks, X.device
         if self.init == "mle":
-            logits0 = np.log(mle_confusions(data, soft_majority(data), 0.0) + 0.01)
+            logits0 = np.log(soft_confusions(data, vote_fractions(data), 0.0) + 0.01)
         else:
             logits0 = np.repeat((10.0 * np.eye(k))[None], data.n_workers, 0)
         P = torch.nn.Parameter(torch.as_tensor(logits0, dtype=torch.float32, device=dev))

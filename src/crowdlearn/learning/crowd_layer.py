@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._torch import torch
 from .base import CrowdClassifier
+from .torch_utils import torch
 
 nn = torch.nn
 

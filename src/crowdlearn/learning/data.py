@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from ._torch import torch
+from .torch_utils import torch
 
 __all__ = ["align_features", "check_features", "TaskAnswers", "annotation_matrix", "iterate_minibatches",
            "DENSE_LIMIT"]

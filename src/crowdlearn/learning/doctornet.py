@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._core import batch_edges, mle_confusions
-from ._torch import torch
+from ..core.stats import soft_confusions
 from .base import CustomLoopClassifier
+from .numerics import batch_edges
+from .torch_utils import torch
 
 nn = torch.nn
 
@@ -165,5 +166,5 @@ class DoctorNet(CustomLoopClassifier):
             self.doctor_weights_ = pd.Series(torch.softmax(net.v, 0).double().cpu().numpy(),
                                              index=data.workers, name="weight")
             post = net.mixture_log_proba(head_logp).exp().double().cpu().numpy()
-        self.confusions_ = mle_confusions(data, np.eye(data.n_classes)[post.argmax(1)], 0.01)
+        self.confusions_ = soft_confusions(data, np.eye(data.n_classes)[post.argmax(1)], 0.01)
         return post

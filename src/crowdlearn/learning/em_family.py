@@ -37,17 +37,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.data import CrowdLabels
-from ._core import (
-    batch_edges,
-    clipped_proba,
-    crowd_log_terms,
-    log_normalize,
-    mle_confusions,
-    soft_majority,
-)
-from ._torch import torch
+from ..core.stats import answer_log_sum, dirichlet_expected_log, soft_confusions, vote_fractions
 from .base import CustomLoopClassifier
-from .estep import bp_one_coin, dirichlet_expected_log, mean_field_dirichlet, reliability_nodes
+from .estep import bp_one_coin, mean_field_dirichlet, reliability_nodes
+from .numerics import batch_edges, clipped_proba, log_normalize
+from .torch_utils import torch
 
 __all__ = ["Raykar", "AggNet", "DeepMF", "DeepBP", "BayesDGC"]
 
@@ -62,7 +56,7 @@ class _EMLearner(CustomLoopClassifier):
         raise NotImplementedError  # pragma: no cover
 
     def _fit_model(self, X, data):
-        post = soft_majority(data)
+        post = vote_fractions(data)
         self._init_workers(data, post)
         opt = self._make_optimizer(self.net_.parameters())
         self.converged_ = False
@@ -144,14 +138,14 @@ class Raykar(_EMLearner):
         self.device = device
 
     def _init_workers(self, data, post):
-        self.confusions_ = mle_confusions(data, post, self.smoothing)
+        self.confusions_ = soft_confusions(data, post, self.smoothing)
 
     def _e_step(self, data, net_p, post):
-        self.confusions_ = mle_confusions(data, post, self.smoothing)
-        logits = np.log(np.clip(net_p, 1e-12, None)) + crowd_log_terms(data, np.log(self.confusions_))
+        self.confusions_ = soft_confusions(data, post, self.smoothing)
+        logits = np.log(np.clip(net_p, 1e-12, None)) + answer_log_sum(data, np.log(self.confusions_))
         new = log_normalize(logits)
         # keep the confusions consistent with the returned posterior (M-step of the next round)
-        self.confusions_ = mle_confusions(data, new, self.smoothing)
+        self.confusions_ = soft_confusions(data, new, self.smoothing)
         return new
 
 
@@ -356,7 +350,7 @@ class BayesDGC(CustomLoopClassifier):
         self.device = device
 
     def _local(self, data, gamma, e_log_pi, e_log_theta, rows=None):
-        crowd = crowd_log_terms(data, e_log_theta)
+        crowd = answer_log_sum(data, e_log_theta)
         if rows is not None:
             crowd = crowd[rows]
         return log_normalize(e_log_pi[None] + gamma + crowd)
@@ -371,7 +365,7 @@ class BayesDGC(CustomLoopClassifier):
         eta0_th = np.full((k, k), float(self.beta_off))
         np.fill_diagonal(eta0_th, float(self.beta_diag))
         # start the globals at their full-data update from soft majority vote
-        mv = soft_majority(data)
+        mv = vote_fractions(data)
         eta_pi = eta0_pi + mv.sum(0)
         eta_th = np.repeat(eta0_th[None], m, axis=0)  # (W, K, K)
         np.add.at(eta_th, (data.worker, slice(None), data.label), mv[data.task])

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.special import digamma, logsumexp, roots_jacobi
+from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
+from ..core.stats import answer_log_sum, dirichlet_expected_log, gauss_jacobi, soft_confusion_counts
 
-__all__ = ["reliability_nodes", "bp_one_coin", "mean_field_dirichlet", "dirichlet_expected_log"]
+__all__ = ["reliability_nodes", "bp_one_coin", "mean_field_dirichlet"]
 
 
 def reliability_nodes(alpha: float, beta: float, n: int, factor: str, rng=None):
@@ -30,10 +31,8 @@ def reliability_nodes(alpha: float, beta: float, n: int, factor: str, rng=None):
     if alpha <= 0 or beta <= 0:
         raise ValueError(f"Beta prior parameters must be > 0, got alpha={alpha}, beta={beta}")
     if factor == "quadrature":
-        # Jacobi weight (1 - x)^a (1 + x)^b on [-1, 1]; q = (1 + x)/2 gives q^b (1 - q)^a
-        x, w = roots_jacobi(n, beta - 1.0, alpha - 1.0)
-        q = (1.0 + x) / 2.0
-        logw = np.log(w) - logsumexp(np.log(w))
+        q, _, logw = gauss_jacobi(n, alpha, beta)  # nodes for the weight q^(a-1) (1 - q)^(b-1)
+        logw = logw - logsumexp(logw)
     elif factor == "mc":
         rng = np.random.default_rng(0) if rng is None else rng
         q = rng.beta(alpha, beta, size=n)
@@ -107,11 +106,6 @@ def _msg(y, log_k1):
     return 1.0 / (1.0 + np.exp(np.clip(log_k1 - y, -700, 700)))
 
 
-def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
-    """``E[log theta]`` under ``Dir(conc)`` along the last axis."""
-    return digamma(conc) - digamma(conc.sum(-1, keepdims=True))
-
-
 def mean_field_dirichlet(
     data: CrowdLabels,
     prior: np.ndarray,
@@ -126,17 +120,11 @@ def mean_field_dirichlet(
 
     Returns (posteriors (N, K), Dirichlet concentrations (W, K, K) [worker, true, answered]).
     """
-    k, m = data.n_classes, data.n_workers
     log_prior = np.log(np.clip(prior, 1e-300, None))
-    wl = data.worker.astype(np.int64) * k + data.label
     conc = None
     for _ in range(max(n_iter, 1)):
-        counts = np.zeros((m * k, k))
-        np.add.at(counts, wl, post[data.task])
-        conc = counts.reshape(m, k, k).transpose(0, 2, 1) + dir_prior[None]
-        elog = dirichlet_expected_log(conc)
-        s = log_prior.copy()
-        np.add.at(s, data.task, elog[data.worker, :, data.label])
+        conc = soft_confusion_counts(data, post) + dir_prior[None]
+        s = answer_log_sum(data, dirichlet_expected_log(conc), start=log_prior)
         s -= logsumexp(s, axis=1, keepdims=True)
         post = np.exp(s)
     return post, conc

@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from ._core import batch_edges, mle_confusions, soft_majority
-from ._torch import torch
+from ..core.stats import soft_confusions, vote_fractions
 from .base import CustomLoopClassifier
+from .numerics import batch_edges
+from .torch_utils import torch
 
 __all__ = ["MaxMIG", "mig_loss"]
 
@@ -114,12 +115,12 @@ class MaxMIG(CustomLoopClassifier):
         if self.init_smoothing <= 0:
             raise ValueError(f"init_smoothing must be > 0, got {self.init_smoothing}")
         k, n = data.n_classes, data.n_tasks
-        mv = soft_majority(data)
+        mv = vote_fractions(data)
         prior = np.full(k, 1.0 / k) if self.prior == "uniform" else np.clip(mv.mean(0), 1e-3, None)
         prior = prior / prior.sum()
         dev = X.device
         self.prior_ = prior
-        t_init = mle_confusions(data, mv, 0.0)
+        t_init = soft_confusions(data, mv, 0.0)
         self._W = torch.nn.Parameter(torch.as_tensor(np.log(t_init + self.init_smoothing), dtype=torch.float32, device=dev))
         p_t = torch.as_tensor(prior, dtype=torch.float32, device=dev)
         log_p = torch.log(p_t)

@@ -19,8 +19,8 @@ import numpy as np
 from sklearn.base import clone
 
 from ..core.data import CrowdLabels
-from ._torch import torch
 from .base import CrowdClassifier
+from .torch_utils import torch
 
 __all__ = ["TwoStage"]
 

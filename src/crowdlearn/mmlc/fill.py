@@ -27,7 +27,7 @@ from ..aggregation.base import BaseAggregator
 from ..benchmarking import gold_accuracy
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..registry import get_method
-from .oracle import _check_features, _make_model
+from .oracle import require_features, make_mmlc_model
 
 __all__ = ["MMLCFill", "fill_labels", "sweep_density", "density_threshold"]
 
@@ -53,7 +53,7 @@ def fill_labels(model, data: CrowdLabels, b: int | str = "median") -> CrowdLabel
     replaced; the result has the same tasks, workers, classes, truth and features.
     ``b = "median"``: the median number of answers per worker (see the module docstring).
     """
-    _check_features(data, "data filling")
+    require_features(data, "data filling")
     b = density_threshold(data, b)
     w_map = model.workers_.get_indexer(data.workers)
     per_worker = np.bincount(data.worker, minlength=data.n_workers)
@@ -132,13 +132,13 @@ class MMLCFill(BaseAggregator):
 
     def _check_data(self, data: CrowdLabels) -> None:
         super()._check_data(data)
-        _check_features(data, "mmlc-df")
+        require_features(data, "mmlc-df")
         if isinstance(self.base, str) and self.base in ("mmlc-df", "mmlc-owf"):
             raise ValueError(f"base must be a label-only aggregator, got {self.base!r}")
         density_threshold(data, self.b)  # validates b
 
     def _fit(self, data, gold, init):
-        self.model_ = _make_model(self.model, self.random_state).fit(data)
+        self.model_ = make_mmlc_model(self.model, self.random_state).fit(data)
         self.threshold_ = density_threshold(data, self.b)
         self.filled_ = fill_labels(self.model_, data, self.threshold_)
         self.fill_ratio_ = (self.filled_.n_labels - data.n_labels) / max(data.n_labels, 1)
@@ -161,8 +161,8 @@ def sweep_density(labels: Any, bs, base: Any = "ds", model=None, random_state: i
     ``accuracy`` is against the labels' gold (NaN without gold).
     """
     data = as_crowd_labels(labels)
-    _check_features(data, "sweep_density")
-    mdl = _make_model(model, random_state).fit(data)
+    require_features(data, "sweep_density")
+    mdl = make_mmlc_model(model, random_state).fit(data)
     per_worker = np.bincount(data.worker, minlength=data.n_workers)
     rows = []
     for b in [None, *list(bs)]:

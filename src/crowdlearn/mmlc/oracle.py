@@ -21,10 +21,11 @@ from ..aggregation.base import BaseAggregator
 from ..core.data import CrowdLabels
 from .oracle_estimators import ESTIMATORS, estimate_oracle
 
-__all__ = ["MMLCOracle"]
+__all__ = ["MMLCOracle", "require_features", "make_mmlc_model"]
 
 
-def _check_features(data: CrowdLabels, who: str) -> None:
+def require_features(data: CrowdLabels, who: str) -> None:
+    """Raise a ValueError naming ``who`` when ``data`` carries no item features."""
     if data.features is None:
         raise ValueError(
             f"{who} needs item features: load the dataset with features "
@@ -32,7 +33,8 @@ def _check_features(data: CrowdLabels, who: str) -> None:
         )
 
 
-def _make_model(model, random_state):
+def make_mmlc_model(model, random_state):
+    """A fresh :class:`~crowdlearn.mmlc.model.MMLC` from None, a dict of its arguments or an MMLC."""
     from .model import MMLC
 
     if model is None:
@@ -90,12 +92,12 @@ class MMLCOracle(BaseAggregator):
 
     def _check_data(self, data: CrowdLabels) -> None:
         super()._check_data(data)
-        _check_features(data, "mmlc-owf")
+        require_features(data, "mmlc-owf")
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}; got {self.estimator!r}")
 
     def _fit(self, data, gold, init):
-        self.model_ = _make_model(self.model, self.random_state).fit(data)
+        self.model_ = make_mmlc_model(self.model, self.random_state).fit(data)
         self.worker_projections_ = self.model_.worker_projections_
         self.oracle_ = self.find_oracle(self.estimator, self.bandwidth)
         return self.model_.predict_proba(data.features, self.oracle_)

@@ -1,0 +1,351 @@
+"""Moment-then-EM: the shared machinery of the moment-based Dawid-Skene initialisations.
+
+Spectral-DS (:mod:`~crowdlearn.aggregation.spectral_ds`), MultiSPA
+(:mod:`~crowdlearn.aggregation.multispa`), CoupledNMF (:mod:`~crowdlearn.aggregation.cnmf`),
+TensorADMM (:mod:`~crowdlearn.aggregation.tensor_admm`) and EigenRatio
+(:mod:`~crowdlearn.aggregation.eigenratio`) all estimate every worker's confusion matrix
+from low-order co-occurrence statistics of the answers and then (optionally) refine them
+with a few Dawid-Skene EM rounds.  Under the DS model (papers' orientation
+``A_m[answer, true]``, columns sum to 1, ``D = diag(d)`` the class prior) the pairwise
+co-occurrence of two different workers is::
+
+    R_{m,l} = E[e_{answer m} e_{answer l}^T] = A_m D A_l^T                (m != l)
+
+The papers use *columns* = true class; these methods compute in that orientation
+internally and convert once, at the boundary, to the library's
+``confusions_[w, true, answered]`` (rows sum to 1).
+
+:class:`MomentThenEM` runs a subclass's ``_moment_step`` (column-stochastic confusions and
+a class prior), labels by the MAP rule ``argmax_j log d_j + sum_m log A_m[answer_m, j]``
+and then runs ``n_em_iter`` DS EM rounds:
+
+* EM safeguard (``compare_with_mv=True``): the EM rounds are also run from majority vote
+  and the run with the higher final log-likelihood is kept (``init_`` says which), as with
+  several EM starts; moment estimates are noisy on small sparse crowds (see
+  :mod:`~crowdlearn.aggregation.spectral_ds` for the measurements).
+* Degenerate inputs (one class, one worker, singular moment matrices, no identified worker,
+  too many classes, ...) make the moment step raise :class:`Degenerate`; the estimator then
+  falls back to Dawid-Skene EM from majority vote (with ``n_em_iter`` rounds; with
+  ``n_em_iter=0``, majority vote itself with the DS worker model fitted to it) and records
+  the reason in ``fallback_`` (``None`` when the moment step ran).  No NaN ever leaves
+  ``fit``.
+* Gold labels are not used by the (unsupervised) moment step; the EM rounds learn from them
+  and the output is clamped to them, as for every estimator.
+
+The helpers below are shared by several moment methods: column normalisation, the global
+class order (:func:`diagonal_order`), SPA (:func:`successive_projection`), the sparse pair
+moments of the most active workers (:func:`pair_moments`) and the completion of the workers
+a moment step could not identify (:func:`complete_unidentified`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.optimize import linear_sum_assignment
+
+from ..core import kernels
+from ..core.data import CrowdLabels
+from ..core.stats import TINY, confusions_from_log_table, expected_skills
+from .base import ConfusionAggregator
+from .dawid_skene import DawidSkene, check_table_size
+
+__all__ = [
+    "MomentThenEM",
+    "Degenerate",
+    "FLOOR",
+    "successive_projection",
+    "normalise_columns",
+    "floored_columns",
+    "log_table_from_columns",
+    "prior_or_uniform",
+    "condition_number",
+    "diagonal_order",
+    "active_workers",
+    "pair_moments",
+    "complete_unidentified",
+]
+
+FLOOR = 1e-6  # confusion entries floor (the Spectral-DS and MultiSPA reference codes)
+
+
+class Degenerate(Exception):
+    """The moment step is undefined on this input; the message says why."""
+
+
+# ============================================================================ helpers
+def successive_projection(x: np.ndarray, r: int) -> np.ndarray:
+    """Indices of ``r`` columns of ``x`` picked by the successive projection algorithm.
+
+    Gillis & Vavasis (2014), "Fast and robust recursive algorithms for separable nonnegative
+    matrix factorization": repeatedly take the column of largest residual norm (ties within
+    1e-6 relative go to the largest original norm) and project every column onto the
+    orthogonal complement of it.
+    """
+    resid = np.array(x, dtype=np.float64, copy=True)
+    norm0 = np.einsum("ij,ij->j", resid, resid)
+    picked: list[int] = []
+    for _ in range(r):
+        norms = np.einsum("ij,ij->j", resid, resid)
+        top = norms.max(initial=0.0)
+        if top <= 0:
+            break
+        near = np.flatnonzero(norms >= top * (1 - 1e-6))
+        j = int(near[np.argmax(norm0[near])])
+        picked.append(j)
+        u = resid[:, j] / np.sqrt(norms[j])
+        resid -= np.outer(u, u @ resid)
+    return np.asarray(picked, dtype=np.int64)
+
+
+def normalise_columns(a: np.ndarray) -> np.ndarray:
+    """Floor at 1e-6 and make every column (axis -2) sum to 1."""
+    a = np.maximum(a, FLOOR)
+    return a / a.sum(axis=-2, keepdims=True)
+
+
+def floored_columns(conf_cols: np.ndarray, floor: float) -> np.ndarray:
+    """Columns (axis -2) floored at ``min(floor, 0.1 / K)`` and renormalised."""
+    k = conf_cols.shape[-2]
+    f = min(float(floor), 0.1 / k)
+    if f <= 0:
+        return normalise_columns(conf_cols)
+    c = np.maximum(conf_cols, f)
+    return c / c.sum(axis=-2, keepdims=True)
+
+
+def log_table_from_columns(conf_cols: np.ndarray) -> np.ndarray:
+    """(W, K answer, K true) column-stochastic confusions -> the kernels' (W*K, K) log table."""
+    m, k, _ = conf_cols.shape
+    return np.log(np.maximum(conf_cols, TINY)).reshape(m * k, k)
+
+
+def prior_or_uniform(d: np.ndarray) -> np.ndarray:
+    """``d`` normalised to sum 1, or the uniform prior when ``d`` is not a positive vector."""
+    d = np.asarray(d, dtype=np.float64)
+    if d.size == 0 or not np.all(np.isfinite(d)) or np.any(d <= 0):
+        return np.full(d.size, 1.0 / max(d.size, 1))
+    return d / d.sum()
+
+
+def condition_number(a: np.ndarray) -> float:
+    """2-norm condition number of ``a`` (inf when singular)."""
+    s = np.linalg.svd(a, compute_uv=False)
+    return float(s[0] / s[-1]) if s[-1] > 0 else np.inf
+
+
+def diagonal_order(conf_cols: np.ndarray, n_answers: np.ndarray) -> np.ndarray:
+    """Order of the true-class columns maximising ``sum_w n_w trace(A_w)``.
+
+    Moment methods identify the classes only up to one global permutation; this picks the
+    one under which most answers are correct, i.e. it assumes that the answers come mostly
+    from workers who are better than any relabelling of themselves.
+    """
+    total = np.einsum("w,wab->ab", np.asarray(n_answers, float), conf_cols)
+    rows, cols_idx = linear_sum_assignment(total, maximize=True)
+    perm = np.empty(len(rows), dtype=np.int64)
+    perm[rows] = cols_idx  # class r <- column perm[r]
+    return perm
+
+
+
+def active_workers(data: CrowdLabels, max_workers: int) -> np.ndarray:
+    """Codes of the (at most ``max_workers``) most active workers, sorted."""
+    per_worker = data.labels_per_worker()
+    active = np.flatnonzero(per_worker > 0)
+    if len(active) > max_workers:
+        order = np.lexsort((active, -per_worker[active]))
+        active = np.sort(active[order[:max_workers]])
+    return active
+
+
+def pair_moments(data: CrowdLabels, active: np.ndarray, min_shared: int, max_partners: int):
+    """Empirical pair co-occurrences ``R_{i,l}`` of the ``active`` workers.
+
+    Returns ``(pi, pl, cnt, blocks)``: pairs ``pi < pl`` (positions in ``active``) sharing at
+    least ``min_shared`` tasks, kept when ``l`` is among the ``max_partners`` most
+    co-labelling partners of ``i`` or vice versa; ``cnt`` the shared-task counts and
+    ``blocks[p, a, b]`` the fraction of shared tasks on which ``i`` answered ``a`` and ``l``
+    answered ``b`` (orientation: rows = first worker's answer).  All from two sparse
+    products; no dense S x S or (S K) x (S K) matrix is built here.
+    """
+    n, k = data.n_tasks, data.n_classes
+    s = len(active)
+    cols = (active[:, None] * k + np.arange(k)).ravel()
+    inc = data.incidence()[:, cols].tocsr()
+    cooc = (inc.T @ inc).tocoo()
+    pos = np.full(data.n_workers, -1, dtype=np.int64)
+    pos[active] = np.arange(s)
+    keep = pos[data.worker] >= 0
+    b = sp.csr_matrix(
+        (np.ones(int(keep.sum())), (data.task[keep], pos[data.worker[keep]])), shape=(n, s)
+    )
+    b.data[:] = 1.0  # a repeated answer counts its task once
+    shared = (b.T @ b).tocoo()
+    off = (shared.row != shared.col) & (shared.data >= min_shared)
+    si, sl = shared.row[off].astype(np.int64), shared.col[off].astype(np.int64)
+    sc = shared.data[off]
+    # top partners per worker (rows of the symmetric list), most shared first, ties by code
+    order = np.lexsort((sl, -sc, si))
+    si, sl, sc = si[order], sl[order], sc[order]
+    start = np.searchsorted(si, si, side="left")
+    rank = np.arange(len(si)) - start
+    top = rank < max_partners
+    keys_top = np.unique(np.minimum(si[top], sl[top]) * s + np.maximum(si[top], sl[top]))
+    pi, pl = keys_top // s, keys_top % s
+    up = si < sl
+    ukey = si[up] * s + sl[up]
+    uorder = np.argsort(ukey)
+    ukey, ucnt = ukey[uorder], sc[up][uorder]
+    cnt = ucnt[np.searchsorted(ukey, keys_top)].astype(np.float64)
+    # scatter the co-occurrence entries of the kept pairs into K x K blocks
+    wr, wc = (cooc.row // k).astype(np.int64), (cooc.col // k).astype(np.int64)
+    ent = wr < wc
+    ekey = wr[ent] * s + wc[ent]
+    if len(keys_top):
+        where = np.minimum(np.searchsorted(keys_top, ekey), len(keys_top) - 1)
+        hit = keys_top[where] == ekey
+    else:
+        where, hit = np.zeros(len(ekey), np.int64), np.zeros(len(ekey), bool)
+    blocks = np.zeros((len(keys_top), k, k))
+    np.add.at(
+        blocks,
+        (where[hit], cooc.row[ent][hit] % k, cooc.col[ent][hit] % k),
+        cooc.data[ent][hit],
+    )
+    blocks /= np.maximum(cnt, 1.0)[:, None, None]
+    return pi, pl, cnt, blocks
+
+
+def complete_unidentified(
+    data: CrowdLabels,
+    conf_cols: np.ndarray,
+    ident: np.ndarray,
+    prior: np.ndarray,
+    alpha: float,
+    diag_alpha: float,
+    n_rounds: int = 1,
+) -> np.ndarray:
+    """Confusions of the workers a moment step did not identify, from the posterior.
+
+    First pass (MultiSPA's completion): the MAP posterior of the identified workers alone
+    (the others get no vote; tasks without an identified worker get no weight), and each
+    unidentified worker's columns are its ``alpha + diag_alpha I``-smoothed soft answer
+    counts against it.  Then ``n_rounds - 1`` refinements against the posterior of *all*
+    workers, updating only the completed ones (CoupledNMF and TensorADMM use 2 rounds: with
+    few identified workers per task the first posterior is weak and its soft counts are
+    biased towards uniform).  ``conf_cols`` (W, K answer, K true) is updated in place.
+    """
+    if np.all(ident):
+        return conf_cols
+    k, m = data.n_classes, data.n_workers
+    log_table = log_table_from_columns(conf_cols)
+    log_table.reshape(m, k, k)[~ident] = 0.0  # no vote in the first pass
+    post, _ = kernels.estep(data, log_table, np.log(prior), "numpy")
+    has_ident = np.bincount(data.task[ident[data.worker]], minlength=data.n_tasks) > 0
+    post[~has_ident] = 0.0
+    conf_cols[~ident] = _smoothed_columns(data, post, alpha, diag_alpha)[~ident]
+    for _ in range(n_rounds - 1):
+        log_table = np.log(np.maximum(conf_cols, TINY)).reshape(m * k, k)
+        post, _ = kernels.estep(data, log_table, np.log(np.maximum(prior, TINY)), "numpy")
+        conf_cols[~ident] = _smoothed_columns(data, post, alpha, diag_alpha)[~ident]
+    return conf_cols
+
+
+def _smoothed_columns(data: CrowdLabels, post: np.ndarray, alpha: float, diag_alpha: float):
+    """Column-stochastic (W, K answer, K true) confusions from the soft counts against ``post``."""
+    k, m = data.n_classes, data.n_workers
+    counts, _ = kernels.mstep(data, post, "numpy")  # (W*K answered, K true)
+    counts = counts.reshape(m, k, k) + alpha + diag_alpha * np.eye(k)
+    sums = counts.sum(axis=1, keepdims=True)
+    filled = np.divide(counts, sums, out=np.full_like(counts, 1.0 / k), where=sums > 0)
+    return normalise_columns(filled)
+
+
+# ======================================================================= shared base
+class MomentThenEM(ConfusionAggregator):
+    """Moment estimate of the confusions, MAP posteriors, then ``n_em_iter`` DS EM rounds."""
+
+    _uses_init = False
+    #: above this many classes the moment step is skipped (fallback); see the subclasses
+    _max_classes = 20
+
+    # ----- subclasses implement: return (conf_cols (W, K, K) column-stochastic, prior (K,))
+    def _moment_step(self, data: CrowdLabels) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
+        if self.n_em_iter < 0:
+            raise ValueError(f"n_em_iter must be >= 0, got {self.n_em_iter}")
+        k, m = data.n_classes, data.n_workers
+        check_table_size(type(self).__name__, m, k)
+        self.fallback_: str | None = None
+        self.init_ = "moment"
+        self.moment_confusions_ = None
+        self.moment_priors_ = None
+        try:
+            if k < 2:
+                raise Degenerate("fewer than two classes")
+            if k > self._max_classes:
+                raise Degenerate(
+                    f"{k} classes: the moment step of {type(self).__name__} is limited to "
+                    f"{self._max_classes} classes"
+                )
+            conf_cols, prior = self._moment_step(data)
+            if not (np.all(np.isfinite(conf_cols)) and np.all(np.isfinite(prior))):
+                raise Degenerate("the moment estimate is not finite")
+        except Degenerate as why:
+            self.fallback_ = str(why)
+        except np.linalg.LinAlgError as why:
+            self.fallback_ = f"linear algebra failure in the moment step ({why})"
+        if self.fallback_ is not None:
+            self.init_ = "majority vote"
+            return self._adopt(data, self._em(data, gold, None))
+        conf = conf_cols.transpose(0, 2, 1)  # -> [w, true, answered]
+        self.moment_confusions_ = conf
+        self.moment_priors_ = pd.Series(prior, index=data.classes, name="prior")
+        log_table = log_table_from_columns(conf_cols)
+        log_prior = np.log(np.maximum(prior, TINY))
+        post, ll = kernels.estep(data, log_table, log_prior, "numpy")
+        if self.n_em_iter == 0:
+            self.history_.append(ll)
+            self._set_model(data, log_table, log_prior)
+            return post
+        # the moment E-step counts as the first E-step: n_em_iter (M, E) rounds follow
+        ds = self._em(data, gold, post)
+        if self.compare_with_mv:
+            ds_mv = self._em(data, gold, None)
+            if ds_mv.history_[-1] > ds.history_[-1]:
+                self.init_ = "majority vote"
+                ds = ds_mv
+        return self._adopt(data, ds)
+
+    def _em(self, data, gold, init) -> DawidSkene:
+        """``n_em_iter`` rounds of DS EM from posteriors ``init`` (None: majority vote)."""
+        ds = DawidSkene(
+            max_iter=self.n_em_iter,
+            tol=self.tol,
+            alpha=self.alpha,
+            diag_alpha=self.diag_alpha,
+            prior_alpha=self.prior_alpha,
+            random_state=self.random_state,
+        )
+        return ds.fit(data, gold=gold, init=init)
+
+    def _adopt(self, data, ds: DawidSkene) -> np.ndarray:
+        self.history_.extend(ds.history_)
+        self.n_iter_ = int(ds.n_iter_)
+        self.converged_ = bool(ds.converged_) if self.n_em_iter else True
+        self._set_model(data, ds._log_table, ds._log_prior)
+        return ds.probas_.to_numpy().copy()
+
+    def _set_model(self, data, log_table, log_prior):
+        self._log_table = np.ascontiguousarray(log_table)
+        self._log_prior = np.asarray(log_prior, dtype=np.float64)
+        self.confusions_ = confusions_from_log_table(self._log_table, data.n_workers)
+        prior = np.exp(self._log_prior)
+        self.priors_ = pd.Series(prior, index=data.classes, name="prior")
+        self.skills_ = pd.Series(
+            expected_skills(self.confusions_, prior), index=data.workers, name="skill"
+        )

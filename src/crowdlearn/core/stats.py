@@ -1,0 +1,215 @@
+"""Statistics of crowd answers shared by the aggregators, learners and diagnostics.
+
+Everything here is a function of a :class:`~crowdlearn.core.data.CrowdLabels` (answers
+``(task n, worker w, label l)``) and of arrays of posteriors or parameters; no estimator
+state.  The conventions are the library's:
+
+* task posteriors ``post`` are (n_tasks, K) rows summing to 1;
+* confusion matrices are ``conf[w, true, answered]`` (rows sum to 1);
+* the E-step's log table is ``log_table[w * K + answered, true]`` (the layout of
+  :func:`crowdlearn.core.kernels.estep`);
+* gold labels are a class code per task, ``-1`` where unknown.
+
+Contents: vote counts and fractions (majority vote), tie splitting and agreement with a
+consensus; the gold clamp; soft confusion counts and the Dawid-Skene E-step sum (Dawid &
+Skene, "Maximum likelihood estimation of observer error-rates using the EM algorithm",
+JRSS-C 28(1), 1979); expected logs under Dirichlet and Beta distributions (the
+variational updates of Bayesian Dawid-Skene, MACE and mean-field one-coin models); Gauss-Jacobi
+quadrature for integrals against a Beta density (belief propagation over one-coin workers).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from scipy.special import digamma, roots_jacobi
+
+from .data import CrowdLabels
+
+__all__ = [
+    "TINY",
+    "class_sums",
+    "weighted_votes",
+    "vote_fractions",
+    "split_ties",
+    "agreement_with",
+    "clamp_to_gold",
+    "soft_confusion_counts",
+    "soft_confusions",
+    "answer_log_sum",
+    "confusions_from_log_table",
+    "expected_skills",
+    "dirichlet_expected_log",
+    "beta_expected_logs",
+    "gauss_jacobi",
+]
+
+#: floor applied before a logarithm of a probability (keeps ``log(0)`` finite)
+TINY = 1e-300
+
+
+# ==================================================================== votes
+def class_sums(data: CrowdLabels, answer_weights: np.ndarray | None = None) -> np.ndarray:
+    """(n_tasks, n_classes) sums of per-answer weights by answered class (counts without weights).
+
+    ``S[n, j] = sum_{answers i of n, label_i = j} v_i``: the score of every vote-type rule and
+    of one-coin messages; each cell sums its answers in answer order.
+    """
+    k = data.n_classes
+    cell = data.task.astype(np.int64) * k + data.label
+    flat = np.bincount(cell, weights=answer_weights, minlength=data.n_tasks * k)
+    return flat.reshape(data.n_tasks, k)
+
+
+def weighted_votes(data: CrowdLabels, worker_weights: np.ndarray | None = None) -> np.ndarray:
+    """(n_tasks, n_classes) sums of worker weights per class (plain counts without weights)."""
+    w = None if worker_weights is None else np.asarray(worker_weights, float)[data.worker]
+    return class_sums(data, w).astype(np.float64)
+
+
+def vote_fractions(data: CrowdLabels, worker_weights: np.ndarray | None = None) -> np.ndarray:
+    """Share of (weighted) votes per class; uniform where a task has no vote weight.
+
+    This is the soft majority vote, the usual start of EM-type methods.
+    """
+    votes = weighted_votes(data, worker_weights)
+    total = votes.sum(axis=1, keepdims=True)
+    empty = total[:, 0] <= 0
+    total[empty] = 1.0
+    out = votes / total
+    out[empty] = 1.0 / data.n_classes
+    return out
+
+
+def split_ties(proba: np.ndarray, gold: np.ndarray | None = None) -> np.ndarray:
+    """One-hot argmax where tied classes share the unit mass (order-free, unlike argmax).
+
+    Classes within 1e-12 of a row's maximum count as tied; gold rows are one-hot on the gold
+    class.
+    """
+    best = proba.max(axis=1, keepdims=True)
+    top = (proba >= best - 1e-12).astype(np.float64)
+    top /= top.sum(axis=1, keepdims=True)
+    return clamp_to_gold(top, gold)
+
+
+def agreement_with(data: CrowdLabels, consensus: np.ndarray) -> np.ndarray:
+    """Per worker, the share of answers equal to the consensus (0.5 with no answers).
+
+    ``consensus`` is either a class code per task or a (tasks x classes) soft assignment, in
+    which case an answer counts by the weight its class has in its task's row.
+    """
+    if consensus.ndim == 2:
+        hits = consensus[data.task, data.label]
+    else:
+        hits = (data.label == consensus[data.task]).astype(np.float64)
+    n = np.bincount(data.worker, minlength=data.n_workers)
+    agree = np.bincount(data.worker, weights=hits, minlength=data.n_workers)
+    return np.divide(agree, n, out=np.full(data.n_workers, 0.5), where=n > 0)
+
+
+# ===================================================================== gold
+def clamp_to_gold(post: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
+    """Set the rows of tasks with a gold class (``gold >= 0``) to that class, in place.
+
+    Gold labels are observed values of the latent class, so their posterior is one-hot;
+    every EM-type method clamps after each E-step.  Returns ``post``.
+    """
+    if gold is not None:
+        known = gold >= 0
+        post[known] = 0.0
+        post[known, gold[known]] = 1.0
+    return post
+
+
+# ========================================================== confusion model
+def soft_confusion_counts(data: CrowdLabels, post: np.ndarray) -> np.ndarray:
+    """Expected answer counts ``N[w, j, l] = sum_{answers (n, w, l)} post[n, j]``.
+
+    The sufficient statistic of the Dawid-Skene M-step (and of the Dirichlet posterior of a
+    worker's confusion rows); orientation ``[worker, true, answered]``.  One weighted
+    ``bincount`` per class: O(answers) memory, and every cell sums its answers in answer
+    order.
+    """
+    m, k = data.n_workers, data.n_classes
+    wl = data.worker.astype(np.int64) * k + data.label
+    counts = np.zeros((m, k, k))
+    for j in range(k):
+        counts[:, j, :] = np.bincount(wl, weights=post[data.task, j], minlength=m * k).reshape(m, k)
+    return counts
+
+
+def soft_confusions(data: CrowdLabels, post: np.ndarray, smoothing: float) -> np.ndarray:
+    """Confusions ``T[w, j, l] ∝ smoothing + N[w, j, l]`` from the soft counts against ``post``.
+
+    The Dawid-Skene M-step with a symmetric Dirichlet(``smoothing + 1``) prior on every row
+    (MAP; ``smoothing = 0`` is the maximum-likelihood step); orientation
+    ``[worker, true, answered]``, rows sum to 1.  A (worker, true class) row with no mass at
+    all carries no information and is uniform.
+    """
+    k = data.n_classes
+    t = soft_confusion_counts(data, post) + smoothing
+    tot = t.sum(-1, keepdims=True)
+    return np.where(tot > 0, t / np.where(tot > 0, tot, 1.0), 1.0 / k)
+
+
+def answer_log_sum(
+    data: CrowdLabels, log_conf: np.ndarray, start: np.ndarray | None = None
+) -> np.ndarray:
+    """The Dawid-Skene E-step sum ``S[n, j] = start[n, j] + sum_{(n, w, l)} log_conf[w, j, l]``.
+
+    ``log_conf`` is (W, K, K) ``[worker, true, answered]`` (log confusions, or expected log
+    confusions in variational methods); ``start`` (broadcastable to (N, K), e.g. a log
+    prior) is copied, zeros when omitted.  Normalising ``exp(S)`` over ``j`` gives the task
+    posteriors.
+    """
+    shape = (data.n_tasks, data.n_classes)
+    s = np.zeros(shape) if start is None else np.array(np.broadcast_to(start, shape))
+    np.add.at(s, data.task, log_conf[data.worker, :, data.label])
+    return s
+
+
+def confusions_from_log_table(log_table: np.ndarray, n_workers: int) -> np.ndarray:
+    """The E-step table ``[w * K + answered, true]`` (log scale) as ``conf[w, true, answered]``."""
+    k = log_table.shape[1]
+    return np.exp(log_table.reshape(n_workers, k, k).transpose(0, 2, 1))
+
+
+def expected_skills(confusions: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Per worker, the probability of a correct answer ``sum_j prior_j conf[w, j, j]``."""
+    return np.einsum("wjj->wj", confusions) @ prior
+
+
+# ============================================================ expected logs
+def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
+    """``E[log theta]`` for ``theta ~ Dir(conc)`` along the last axis.
+
+    ``E[log theta_l] = digamma(a_l) - digamma(sum_l' a_l')``: the variational-Bayes
+    replacement of ``log theta`` in the E-step (Beal 2003; Kim & Ghahramani 2012 for iBCC).
+    """
+    return digamma(conc) - digamma(conc.sum(axis=-1, keepdims=True))
+
+
+def beta_expected_logs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``E[log q]`` and ``E[log(1 - q)]`` for ``q ~ Beta(a, b)`` (elementwise)."""
+    total = digamma(a + b)
+    return digamma(a) - total, digamma(b) - total
+
+
+# =============================================================== quadrature
+@lru_cache(maxsize=128)
+def gauss_jacobi(n: int, a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes ``q``, ``1 - q`` and log-weights of the n-point rule for ``q^(a-1) (1-q)^(b-1)``.
+
+    Gauss-Jacobi quadrature mapped from [-1, 1] to [0, 1]: exact for polynomials of degree
+    <= 2n - 1 against the Beta(a, b) weight, up to the constant ``B(a, b)`` (the weights are
+    not normalised).  The returned arrays are cached and read-only.
+    """
+    x, w = roots_jacobi(n, b - 1.0, a - 1.0)  # weight (1 - x)^(b-1) (1 + x)^(a-1) on [-1, 1]
+    q = (1.0 + x) / 2.0
+    omq = (1.0 - x) / 2.0
+    logw = np.log(w)
+    for arr in (q, omq, logw):
+        arr.flags.writeable = False
+    return q, omq, logw

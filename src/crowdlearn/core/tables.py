@@ -1,0 +1,227 @@
+"""Readers and writers for tables of crowd answers (CSV, TSV, Parquet, JSON Lines).
+
+Generic table I/O used by :class:`~crowdlearn.core.data.CrowdLabels` constructors and by
+:mod:`crowdlearn.core.io` (dataset folders); it knows nothing of crowd labels.
+
+Every reader error is a ``ValueError`` (or ``FileNotFoundError``) with the file name and what
+is wrong, so the CLI can print one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["read_table", "write_table", "detect_format"]
+
+_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+#: uncompressed CSV/TSV names: the only files the pyarrow fast paths touch (pandas infers
+#: compression from the rest of the name)
+_PLAIN_DELIMITED = tuple(ext for ext, fmt in _FORMATS.items() if fmt in ("csv", "tsv"))
+
+
+def detect_format(path: str | Path) -> str:
+    """File format from the extension (``.gz``/``.bz2``/``.zst`` compression is skipped)."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    while suffixes and suffixes[-1] in (".gz", ".bz2", ".zst", ".xz", ".zip"):
+        suffixes.pop()
+    fmt = _FORMATS.get(suffixes[-1] if suffixes else "")
+    if fmt is None:
+        raise ValueError(
+            f"{path}: unknown file type; use .csv, .tsv, .parquet or .jsonl "
+            "(optionally compressed)"
+        )
+    return fmt
+
+
+def read_table(
+    path: str | Path,
+    columns: Sequence[str] | None = None,
+    fmt: str | None = None,
+) -> pd.DataFrame:
+    """Read a table of answers; ids are kept as strings so ``007`` stays ``007``.
+
+    Parameters
+    ----------
+    path : path-like
+    columns : sequence of str, optional
+        Columns that must be present (a missing one raises ``ValueError`` naming it).
+    fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
+        Overrides the extension.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, expected a file of answers")
+    fmt = fmt or detect_format(path)
+    try:
+        if fmt in ("csv", "tsv"):
+            df = _read_delimited(path, sep="," if fmt == "csv" else "\t")
+        elif fmt == "parquet":
+            try:
+                df = pd.read_parquet(path)
+            except ImportError as exc:
+                raise ValueError(
+                    f"{path}: reading Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
+                ) from exc
+        elif fmt == "jsonl":
+            df = pd.read_json(path, lines=True, dtype=False)
+        else:
+            raise ValueError(f"unknown format {fmt!r}")
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path}: the file is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(str(path)):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path}: cannot parse as {fmt}: {first}") from None
+    if columns is not None:
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise ValueError(
+                f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
+            )
+    if len(df) == 0:
+        raise ValueError(f"{path}: no rows")
+    return df
+
+
+def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
+    """All cells as strings, only empty cells missing ("NA", "null", "007" stay text)."""
+    options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    fast = _read_delimited_arrow(path, sep)
+    return fast if fast is not None else pd.read_csv(path, **options)
+
+
+def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
+    """pyarrow's multi-threaded parser with every column typed as text; None to use pandas.
+
+    10^7 rows: 0.8 s against 13.9 s for pandas' C parser, the same frame.  pyarrow is called
+    directly, not through ``pd.read_csv(engine="pyarrow")``: on pandas < 3.1 that engine
+    infers types before applying ``dtype=str``, so ``007`` came back as ``7``.  Only for
+    uncompressed files whose header has at least two distinct, non-empty names (pandas
+    renames duplicates and blanks; in a one-column file a line of spaces is a blank line
+    to pandas but a value to pyarrow).  Anything pyarrow rejects — a ragged row, bad UTF-8,
+    quoting it cannot parse — returns None, so pandas reads the file and its messages apply.
+    """
+    if path.suffix.lower() not in _PLAIN_DELIMITED:
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return None
+    import csv
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh, delimiter=sep), None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if not header or len(header) < 2 or len(set(header)) != len(header) or any(not h.strip() for h in header):
+        return None
+    try:
+        table = pacsv.read_csv(
+            path,
+            parse_options=pacsv.ParseOptions(delimiter=sep),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in header},
+                null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=True,
+            ),
+        )
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if table.column_names != header:
+        return None
+    columns = {}
+    for name in header:
+        col = table.column(name).to_pandas()
+        if col.dtype == object:  # pandas without a default string dtype: NaN for missing, as C
+            col = col.where(col.notna(), np.nan)
+        columns[name] = col
+    return pd.DataFrame(columns)
+
+
+def write_table(df: pd.DataFrame, path: str | Path) -> None:
+    """Write CSV/TSV/Parquet/JSON Lines chosen by the extension."""
+    path = Path(path)
+    fmt = detect_format(path)
+    if fmt in ("csv", "tsv"):
+        sep = "," if fmt == "csv" else "\t"
+        if not _write_delimited_arrow(df, path, sep):
+            df.to_csv(path, index=False, sep=sep)
+    elif fmt == "parquet":
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError as exc:
+            raise ValueError(
+                f"{path}: writing Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
+            ) from exc
+    else:
+        df.to_json(path, orient="records", lines=True, force_ascii=False)
+
+
+def _write_delimited_arrow(df: pd.DataFrame, path: Path, sep: str) -> bool:
+    """Write ``df`` with pyarrow's CSV writer; False when this frame should go to pandas.
+
+    pandas formats floats in Python, about 10 us per value: writing the per-task table of
+    2*10^6 tasks x 5 classes took 21 s with ``to_csv`` and 1.6 s here.  The header and text
+    and integer cells are what pandas writes; float cells are the same numbers in pyarrow's
+    shortest round-trip spelling (``1`` for 1.0, ``0.00001`` for 1e-05), so this path is
+    taken only when float columns hold non-integral values (integral floats such as float
+    ids would read back as different strings).  Everything unusual goes to pandas: fewer
+    than two columns (a lone missing value would be an empty line), duplicate or non-string
+    column names, booleans, bytes, mixed-type ids, values that need quoting, compressed file
+    names, or no pyarrow.
+    """
+    if path.suffix.lower() not in _PLAIN_DELIMITED or df.shape[1] < 2:
+        return False
+    if not df.columns.is_unique or not all(
+        isinstance(c, str) and not any(ch in c for ch in (sep, '"', "\n", "\r")) for c in df.columns
+    ):
+        return False
+    for col in df.columns:
+        values = df[col]
+        if pd.api.types.is_float_dtype(values.dtype):
+            finite = values.to_numpy(dtype=float, na_value=np.nan)
+            finite = finite[np.isfinite(finite)]
+            if finite.size and np.all(finite == np.round(finite)):
+                return False  # e.g. float ids or an all-0/1 column: pandas keeps "1.0"
+        elif pd.api.types.is_integer_dtype(values.dtype) and not pd.api.types.is_extension_array_dtype(values.dtype):
+            continue
+        elif pd.api.types.infer_dtype(values, skipna=True) != "string":
+            return False  # booleans, bytes, mixed types, nullable ints, ...
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return False
+    try:
+        table = pa.Table.from_pandas(df, preserve_index=False)
+    except Exception:  # noqa: BLE001 - any conversion problem: let pandas write it
+        return False
+    # quoting "none" refuses values with separators, quotes or newlines; pandas then writes
+    # the file again from the start
+    options = pacsv.WriteOptions(include_header=False, delimiter=sep, quoting_style="none")
+    try:
+        with open(path, "wb") as fh:
+            fh.write((sep.join(df.columns) + "\n").encode("utf-8"))
+            pacsv.write_csv(table, fh, write_options=options)
+    except pa.ArrowInvalid:
+        return False
+    return True
