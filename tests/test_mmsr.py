@@ -56,7 +56,7 @@ def test_recovers_skills_on_dense_data():
     data, _, acc = one_coin_crowd(3000, 15, per_task=15, k=k, seed=0, acc=acc)
     est = MMSR().fit(data)
     s_true = (k * acc - 1) / (k - 1)
-    assert np.abs(est.skills_.to_numpy() - s_true).max() < 0.06  # measured 0.025
+    assert np.abs(est.skills_.to_numpy() - s_true).max() < 0.06  # measured 0.023
     assert np.abs(est.accuracies_.to_numpy() - acc).max() < 0.04
     assert est.converged_
 
@@ -67,7 +67,7 @@ def test_skills_rank_workers_and_flag_adversaries(k, seed):
     data, truth, acc = one_coin_crowd(1000, 60, per_task=5, k=k, seed=seed)
     est = MMSR().fit(data)
     skills = est.skills_.to_numpy()
-    assert spearmanr(skills, acc).correlation > 0.8  # measured 0.89-0.96
+    assert spearmanr(skills, acc).correlation > 0.8  # measured 0.94-0.97
     adversaries = acc < 1.0 / k - 0.15
     assert adversaries.sum() >= 10
     assert np.all(skills[adversaries] < 0)
@@ -83,7 +83,7 @@ def test_beats_majority_vote_with_adversaries(k, seed):
     data, truth, _ = one_coin_crowd(1000, 60, per_task=5, k=k, seed=seed)
     mmsr = MMSR().fit(data)
     mv = MajorityVote().fit(data)
-    # measured: MMSR 0.88-0.92 vs MV 0.66-0.73
+    # measured: MMSR 0.89-0.92 vs MV 0.70-0.74
     assert accuracy(mmsr, truth) > accuracy(mv, truth) + 0.12
 
 
