@@ -385,11 +385,16 @@ def test_maxmig_structures():
         assert mv(nm) < 0.6 < mv(ind)  # juniors answering 0 sink majority vote
         assert np.all(nm.label[nm.planted.kind[nm.worker] == "fixed_class"] == 0)
         leader = co.planted.leader
-        juniors = np.flatnonzero((leader >= 0) & (leader != np.arange(co.n_workers)))
-        assert len(juniors) == sizes[2] - sizes[0]
+        juniors = np.flatnonzero(co.planted.group == 1)
+        assert len(juniors) == sizes[2] - sizes[0] and np.all(co.planted.kind[juniors] == "colluder")
         w = co.to_wide().to_numpy()
-        for j in juniors:  # a correlated junior copies its senior
-            assert np.array_equal(w[:, j], w[:, leader[j]])
+        for j in juniors:  # a correlated junior copies senior 0 or senior 1
+            assert leader[j] in (0, 1) and np.array_equal(w[:, j], w[:, leader[j]])
+        # common random numbers: the seniors answer alike in every structure
+        for other in (nm, co):
+            np.testing.assert_array_equal(other.to_wide().to_numpy()[:, :sizes[0]], ind.to_wide().to_numpy())
+        err = metrics.confusion_error(empirical_confusions(co), co.planted.confusions)
+        assert err["max_abs"] < 0.1  # 1000 answers per (worker, class)
         if expertise == "high":
             np.testing.assert_allclose(ind.planted.confusions[0], [[0.6, 0.4], [0.1, 0.9]])
     d = simulate.maxmig_structures(300, "independent", "low", n_classes=4)

@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .assignment import Assignment, assign_workers
-from .crowds import SimulatedLabels, crowd
+from .crowds import Planted, SimulatedLabels, crowd
 from .workers import Beta, Range, WorkerSpec, one_coin_confusions
 
 __all__ = ["dawid_skene", "hammer_spammer", "maxmig_structures", "one_coin", "sparse_regular"]
@@ -335,9 +336,12 @@ def maxmig_structures(
         juniors who always answer class 0 (``kind == "fixed_class"``), as many as the
         seniors (5 more in low expertise), so that they outvote them.
     ``"correlated"``
-        juniors copying senior 0 or senior 1 in turn (5 in high, 2 in low expertise): each
-        copied senior leads a colluder group (:meth:`WorkerSpec.colluders`, copy
-        probability 1) whose other members are its juniors.
+        juniors copying senior 0 or senior 1 in turn (5 in high, 2 in low expertise):
+        colluders (``kind == "colluder"``) whose ``planted.leader`` is the copied senior.
+
+    The seniors are drawn first, by :func:`~crowdlearn.simulate.crowds.crowd`, and the
+    juniors' answers follow from theirs: for one seed and truth the seniors give the same
+    answers in every structure, so structures are compared on common random numbers.
 
     Expert counts are the paper's Dogs-vs-Cats ones: low 10 / 25 / 12, high 5 / 10 / 10
     for independent / naive majority / correlated.
@@ -345,11 +349,9 @@ def maxmig_structures(
     Returns
     -------
     SimulatedLabels
-        Worker codes: for ``"correlated"`` senior 0 and its juniors, senior 1 and its
-        juniors, then the other seniors; otherwise the seniors, then the juniors.  A worker
-        is a junior when ``planted.kind == "fixed_class"`` or when it copies a leader other
-        than itself (``planted.leader >= 0`` and ``!= `` its code); ``planted.confusions``
-        of a junior is its marginal behaviour (a copier's is its senior's).
+        Seniors first (``planted.group == 0``, ``kind == "custom"``), then the juniors
+        (``planted.group == 1``); ``planted.confusions`` of a junior is its marginal
+        behaviour (a copier's is its senior's), and a copied senior is its own leader.
     """
     if structure not in ("independent", "naive_majority", "correlated"):
         raise ValueError(
@@ -363,19 +365,51 @@ def maxmig_structures(
     else:
         seniors = one_coin_confusions(np.full(10, 0.55 if k == 2 else 1.0 / k + 0.15), k)
     n_junior = _MAXMIG_JUNIORS[expertise, structure]
-    if structure == "correlated":
-        first = (n_junior + 1) // 2  # juniors copy senior 0, senior 1, senior 0, ...
-        specs = [
-            WorkerSpec.colluders(1 + m, group_size=1 + m, base=WorkerSpec.custom(seniors[g], n=1 + m))
-            for g, m in ((0, first), (1, n_junior - first))
-        ]
-        specs.append(WorkerSpec.custom(seniors[2:]))
+    n_senior = len(seniors)
+    rng = np.random.default_rng(seed)
+    senior_crowd = crowd(
+        n_tasks, k, WorkerSpec.custom(seniors), labels_per_task=n_senior, class_prior=class_prior,
+        seed=rng, truth=truth, features=features,
+    )
+    if not n_junior:
+        return senior_crowd
+    n_tasks = senior_crowd.n_tasks
+    answers = np.empty((n_tasks, n_senior + n_junior), dtype=np.int32)
+    answers[senior_crowd.task, senior_crowd.worker] = senior_crowd.label
+    sp = senior_crowd.planted
+    leader = np.full(n_senior + n_junior, -1, dtype=np.int64)
+    juniors = np.arange(n_senior, n_senior + n_junior)
+    if structure == "naive_majority":
+        answers[:, juniors] = 0
+        junior_conf = np.zeros((n_junior, k, k))
+        junior_conf[:, :, 0] = 1.0
+        junior_kind = "fixed_class"
     else:
-        specs = [WorkerSpec.custom(seniors)]
-        if n_junior:
-            specs.append(WorkerSpec.fixed_class(n_junior, 0))
-    n_workers = sum(s.n for s in specs)
-    return crowd(
-        n_tasks, k, specs, labels_per_task=n_workers, class_prior=class_prior, seed=seed,
-        truth=truth, features=features,
+        copied = (juniors - n_senior) % 2  # senior 0, senior 1, senior 0, ...
+        answers[:, juniors] = answers[:, copied]
+        junior_conf = sp.confusions[copied]
+        junior_kind = "colluder"
+        leader[juniors] = copied
+        leader[:2] = [0, 1]
+    n_workers = n_senior + n_junior
+    planted = Planted(
+        confusions=np.concatenate([sp.confusions, junior_conf]),
+        class_prior=sp.class_prior,
+        kind=np.array([*sp.kind, *[junior_kind] * n_junior]),
+        group=np.repeat([0, 1], [n_senior, n_junior]),
+        leader=leader,
+        copy_prob=(leader >= 0).astype(np.float64),
+        outlier_prob=np.zeros(n_workers),
+        outlier_class=sp.outlier_class,
+    )
+    return SimulatedLabels(
+        np.repeat(np.arange(n_tasks, dtype=np.int32), n_workers),
+        np.tile(np.arange(n_workers, dtype=np.int32), n_tasks),
+        answers.reshape(-1),
+        tasks=senior_crowd.tasks,
+        workers=pd.RangeIndex(n_workers, name="worker"),
+        classes=senior_crowd.classes,
+        truth=senior_crowd.truth,
+        features=senior_crowd.features,
+        planted=planted,
     )
