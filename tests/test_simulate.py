@@ -437,3 +437,29 @@ def test_annotate_keeps_its_contract():
     a, _ = simulate.features.annotate(y, conf, 2, seed=3)
     b, _ = simulate.features.annotate(y, conf, 2, seed=3)
     assert np.array_equal(a.label, b.label) and np.array_equal(a.worker, b.worker)
+
+
+_truth = np.arange(300) % 3
+_X = simulate.class_features(_truth, 3, 4, seed=0)[0]
+SCENARIOS = {
+    "dawid_skene": lambda seed: simulate.dawid_skene(300, 12, 3, seed=seed, spammers=0.2, colluders=0.2),
+    "one_coin": lambda seed: simulate.one_coin(300, 12, 3, assignment="regular", seed=seed),
+    "hammer_spammer": lambda seed: simulate.hammer_spammer(300, 12, 3, seed=seed),
+    "sparse_regular": lambda seed: simulate.sparse_regular(300, 3, 4, dense_spammers=1, seed=seed),
+    "maxmig_structures": lambda seed: simulate.maxmig_structures(300, "correlated", "low", seed=seed),
+    "instance_outliers": lambda seed: simulate.instance_outliers(_truth, _X, seed=seed),
+    "annotate": lambda seed: simulate.annotate(_truth, simulate.one_coin_confusions([0.7] * 5, 3), 3,
+                                               seed=seed)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_is_seeded_and_has_no_repeated_pairs(name):
+    a, b, c = SCENARIOS[name](5), SCENARIOS[name](5), SCENARIOS[name](6)
+    for field in ("task", "worker", "label", "truth"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    np.testing.assert_array_equal(a.planted.confusions, b.planted.confusions)
+    assert not np.array_equal(a.label, c.label)
+    assert len(np.unique(pairs(a))) == a.n_labels
+    assert isinstance(a, simulate.SimulatedLabels)
+    np.testing.assert_allclose(a.planted.confusions.sum(axis=2), 1.0)
