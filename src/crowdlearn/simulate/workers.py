@@ -215,8 +215,8 @@ class WorkerSpec:
             raise ValueError("group_size must be at least 1")
         if not 0.0 <= copy_prob <= 1.0:
             raise ValueError("copy_prob must lie in [0, 1]")
-        if base is not None and base.kind == "colluder":
-            raise ValueError("the base of colluders cannot itself be colluders")
+        if base is not None and base.kind in ("colluder", "instance_dependent"):
+            raise ValueError(f"the base of colluders cannot be {base.kind} workers")
         return cls(
             "colluder",
             int(n),
