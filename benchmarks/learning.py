@@ -21,7 +21,7 @@ their fixed budgets.  Two kinds of two-stage baseline ("aggregate, then train"):
     a stronger baseline on music than the early-stopped one.
 
 Synthetic (``--synthetic``): sklearn's digits (1797 x 64, 10 classes; 1200 train / 597 test)
-annotated by :func:`crowdlearn.simulate.features.maxmig_structures` in the three information
+annotated by :func:`crowdlearn.simulate.maxmig_structures` in the three information
 structures x {high, low} expertise.
 
 Prints markdown tables: mean ± sd test accuracy over seeds and mean training time (s).
@@ -123,7 +123,7 @@ def real(args):
 def synthetic(args):
     from sklearn.datasets import load_digits
 
-    from crowdlearn.simulate.features import maxmig_structures
+    from crowdlearn.simulate import maxmig_structures
 
     X, y = load_digits(return_X_y=True)
     perm = np.random.default_rng(0).permutation(len(y))
@@ -133,7 +133,7 @@ def synthetic(args):
     print("|---|---|---|---|---|")
     for expertise in ["high", "low"]:
         for structure in ["independent", "naive_majority", "correlated"]:
-            labels, _ = maxmig_structures(y[tr], structure, expertise, seed=0)
+            labels = maxmig_structures(1200, structure, expertise, n_classes=10, seed=0, truth=y[tr])
             mv = 100 * np.mean(labels.vote_counts().argmax(1) == y[tr])
             for m in args.methods:
                 mean, sd, _ = run(m, labels, X[tr], X[te], y[te].astype(str), args.seeds)

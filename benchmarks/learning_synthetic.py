@@ -5,11 +5,11 @@ Usage::
     OMP_NUM_THREADS=1 python benchmarks/learning_synthetic.py [--seeds 3] [--part maxmig coinnet deepbp]
 
 * Max-MIG (Cao et al. 2019, Dogs-vs-Cats crowds on Gaussian-cluster features,
-  :func:`crowdlearn.learning.synthetic.maxmig_crowd`): accuracy of the data classifier on a
+  :func:`crowdlearn.simulate.maxmig_structures` on :func:`crowdlearn.simulate.class_features`): accuracy of the data classifier on a
   held-out test set for the three information structures in low and high expertise, next to
   "MV then train" (same MLP on hard majority labels).
 * COINNet: AUC of ``outlier_scores_`` against planted instance-dependent outliers and test
-  accuracy (:func:`~crowdlearn.learning.synthetic.instance_outliers`).
+  accuracy (:func:`crowdlearn.simulate.instance_outliers`).
 * deepBP vs deepMF (Kim et al. 2022 sec. 4.1): sparse (3, 4)-regular binary crowd with
   Beta(2, 1) one-coin workers, 0 / 1 / 3 extreme spammers, model prior Dir(2, b) with b in
   {1.0 (true), 1.5 (mis-specified)}; inference accuracy on the training tasks.
@@ -25,8 +25,14 @@ from sklearn.metrics import roc_auc_score
 
 from crowdlearn.learning import get_method
 from crowdlearn.core.stats import vote_fractions as soft_majority
-from crowdlearn.learning.synthetic import instance_outliers, maxmig_crowd, sparse_regular_crowd
+from crowdlearn import simulate
 from learning import fit_mlp  # benchmarks/ is on sys.path when this script runs
+
+
+def feature_truth(n_tasks, k, separation, seed):
+    """Balanced random truth and Gaussian class-cluster features for it (10 features)."""
+    truth = np.random.default_rng(seed).integers(0, k, n_tasks)
+    return truth, simulate.class_features(truth, k, 10, separation, seed + 1)[0]
 
 
 def mv_then_train(labels, X, X_test, seed):
@@ -42,7 +48,8 @@ def part_maxmig(seeds):
             cols = {"mv": [], "kl": [], "pearson": [], "js": []}
             for seed in range(seeds):
                 # train and test items share the class centres (feature seed) but not the crowd
-                labels, _ = maxmig_crowd(st, exp, n_tasks=4000, seed=seed)
+                truth, X_all = feature_truth(4000, 2, 2.5, seed)
+                labels = simulate.maxmig_structures(4000, st, exp, seed=seed + 2, truth=truth, features=X_all)
                 tr, te = np.arange(2000), np.arange(2000, 4000)
                 train = labels.subset(tasks=labels.tasks[tr])
                 X, X_test, y_test = labels.features[tr], labels.features[te], labels.truth[te]
@@ -60,7 +67,10 @@ def part_coinnet(seeds):
     for frac in (0.1, 0.2):
         auc, acc, acc_agg = [], [], []
         for seed in range(seeds):
-            labels, out = instance_outliers(n_tasks=3000, outlier_frac=frac, seed=seed)
+            truth, X_all = feature_truth(3000, 4, 3.0, seed)
+            labels = simulate.instance_outliers(truth, X_all, outlier_frac=frac, n_workers=20, labels_per_task=5,
+                                                accuracy=(0.6, 0.9), outlier_prob=0.8, seed=seed)
+            out = labels.planted.outlier_class >= 0
             tr, te = np.arange(1500), np.arange(1500, 3000)
             train = labels.subset(tasks=labels.tasks[tr])
             m = get_method("coinnet")(random_state=seed).fit(labels.features[tr], train)
@@ -79,7 +89,8 @@ def part_deepbp(seeds):
         for b in (1.0, 1.5):
             mf, bp = [], []
             for seed in range(seeds):
-                labels = sparse_regular_crowd(n_tasks=1000, l=3, r=4, n_extreme=ne, seed=seed)
+                truth, X_all = feature_truth(1000, 2, 1.0, seed)
+                labels = simulate.sparse_regular(1000, 3, 4, dense_spammers=ne, seed=seed, truth=truth, features=X_all)
                 for name, acc in (("deepmf", mf), ("deepbp", bp)):
                     m = get_method(name)(alpha=2.0, beta=b, max_iter=10, random_state=seed).fit(labels.features, labels)
                     acc.append(np.mean(m.probas_.to_numpy().argmax(1) == labels.truth))

@@ -24,7 +24,7 @@ from crowdlearn import simulate
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
 from crowdlearn.core.io import load_folder
 from crowdlearn.diagnostics.detection import detect_adversaries, detect_spammers
-from crowdlearn.simulate.categorical import WorkerSpec
+from crowdlearn.simulate import WorkerSpec
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"

@@ -1,14 +1,11 @@
-"""Synthetic Dawid-Skene-style crowd data for speed benchmarks (pure numpy).
+"""Synthetic Dawid-Skene-style crowd data for speed benchmarks, saved as plain .npz codes.
 
-Shared by the crowdlearn side and by ``_crowdkit_runner.py`` (which runs in the
-separate crowd-kit venv), so it must depend on nothing but numpy and the
-standard library.
-
-Model: ``n_tasks = n_labels // labels_per_task`` tasks with a uniform true class
-in ``[0, n_classes)``; each task is labelled by ``labels_per_task`` distinct
-workers drawn uniformly at random; worker ``w`` answers correctly with
-probability ``acc[w] ~ U(0.75, 0.95)`` and otherwise picks one of the other
-classes uniformly.  Rows are in task-major order.
+Model (:func:`crowdlearn.simulate.one_coin`): ``n_tasks = n_labels // labels_per_task``
+tasks with a uniform true class in ``[0, n_classes)``; each task is labelled by
+``labels_per_task`` distinct workers drawn uniformly at random; worker ``w`` answers
+correctly with probability ``acc[w] ~ U(0.75, 0.95)`` and otherwise picks one of the other
+classes uniformly.  Rows are in task-major order.  The saved files are read by
+``_crowdkit_runner.py`` in crowd-kit's venv with numpy alone.
 """
 
 from __future__ import annotations
@@ -49,27 +46,11 @@ def make_ds_codes(
     if n_workers < labels_per_task:
         raise ValueError("n_workers must be >= labels_per_task (workers per task are distinct)")
 
-    rng = np.random.default_rng(seed)
-    truth = rng.integers(0, n_classes, size=n_tasks, dtype=np.int32)
-    acc = rng.uniform(acc_range[0], acc_range[1], size=n_workers)
+    from crowdlearn import simulate
 
-    # labels_per_task distinct workers per task: draw, then redraw rows with repeats.
-    workers = rng.integers(0, n_workers, size=(n_tasks, labels_per_task), dtype=np.int32)
-    while True:
-        srt = np.sort(workers, axis=1)
-        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
-        if bad.size == 0:
-            break
-        workers[bad] = rng.integers(0, n_workers, size=(bad.size, labels_per_task), dtype=np.int32)
-
-    task = np.repeat(np.arange(n_tasks, dtype=np.int32), labels_per_task)
-    worker = workers.ravel()
-    true_rep = truth[task]
-    correct = rng.random(task.size) < acc[worker]
-    # wrong answer: uniform over the other n_classes - 1 classes
-    offset = rng.integers(1, n_classes, size=task.size, dtype=np.int32)
-    label = np.where(correct, true_rep, (true_rep + offset) % n_classes).astype(np.int32)
-    return task, worker.astype(np.int32), label, truth
+    data = simulate.one_coin(n_tasks, n_workers, n_classes, labels_per_task, accuracy=tuple(acc_range),
+                             seed=seed)
+    return data.task, data.worker, data.label, data.truth
 
 
 def save_npz(path, task, worker, label, truth=None, **extra) -> Path:

@@ -71,25 +71,19 @@ def load_shared_text(name: str):
 
 
 def planted_crowd(n_tasks=2000, n_workers=30, k=3, per_task=5, seed=0, spammers=0):
-    """DS crowd with random asymmetric confusions [w, true, answered]; returns (data, conf)."""
-    from crowdlearn import CrowdLabels
+    """DS crowd with random asymmetric confusions [w, true, answered]; returns (data, conf).
 
-    rng = np.random.default_rng(seed)
-    conf = np.empty((n_workers, k, k))
-    for w in range(n_workers):
-        for j in range(k):
-            diag = rng.uniform(0.55, 0.9)
-            off = rng.dirichlet(np.full(k - 1, 0.7)) * (1 - diag)
-            conf[w, j] = np.insert(off, j, diag)
-    conf[:spammers] = rng.dirichlet(np.ones(k), size=spammers)[:, None, :]
-    truth = rng.integers(0, k, n_tasks)
-    task = np.repeat(np.arange(n_tasks), per_task)
-    worker = np.argsort(rng.random((n_tasks, n_workers)), axis=1)[:, :per_task].ravel()
-    cum = conf[worker, truth[task]].cumsum(axis=1)
-    label = (rng.random(len(task))[:, None] > cum).sum(axis=1).clip(max=k - 1)
-    data = CrowdLabels.from_codes(task, worker, label, n_tasks=n_tasks, n_workers=n_workers,
-                                  n_classes=k, truth=truth)
-    return data, conf
+    Diligent workers: per (worker, class) accuracy U(0.55, 0.9), errors split by a
+    Dirichlet(0.7); the first ``spammers`` workers answer from their own random distribution
+    whatever the truth.  ``per_task`` distinct random workers per task.
+    """
+    from crowdlearn import simulate
+
+    specs = [simulate.WorkerSpec.diligent(n_workers - spammers, (0.55, 0.9), concentration=0.7)]
+    if spammers:
+        specs.insert(0, simulate.WorkerSpec.spammer(spammers, concentration=1.0))
+    data = simulate.crowd(n_tasks, k, specs, labels_per_task=per_task, seed=seed)
+    return data, data.planted.confusions
 
 
 def coin_crowd(n_tasks=1500, n_workers=50, k=4, per_task=5, spam_frac=0.2, seed=0):
@@ -97,50 +91,33 @@ def coin_crowd(n_tasks=1500, n_workers=50, k=4, per_task=5, spam_frac=0.2, seed=
 
     Returns (data, acc, spam); the first ``spam_frac`` of the workers are the spammers.
     """
-    from crowdlearn import CrowdLabels
+    from crowdlearn import simulate
 
-    rng = np.random.default_rng(seed)
-    acc = rng.uniform(0.4, 0.95, n_workers)
-    spam = np.arange(n_workers) < int(spam_frac * n_workers)
-    acc[spam] = 1.0 / k
-    truth = rng.integers(0, k, n_tasks)
-    task = np.repeat(np.arange(n_tasks), per_task)
-    worker = np.argsort(rng.random((n_tasks, n_workers)), axis=1)[:, :per_task].ravel()
-    right = rng.random(len(task)) < acc[worker]
-    wrong = (truth[task] + rng.integers(1, k, len(task))) % k
-    label = np.where(right, truth[task], wrong)
-    data = CrowdLabels.from_codes(
-        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
-    )
-    return data, acc, spam
+    n_spam = int(spam_frac * n_workers)
+    specs = [simulate.WorkerSpec.spammer(n_spam), simulate.WorkerSpec.one_coin(n_workers - n_spam, (0.4, 0.95))]
+    data = simulate.crowd(n_tasks, k, specs, labels_per_task=per_task, seed=seed)
+    return data, data.planted.accuracy, data.planted.kind == "spammer"
 
 
 def one_coin_crowd(n_tasks, n_workers, per_task, k, seed, acc=None, adv_frac=0.2, spam_frac=0.2):
     """One-coin workers, ``per_task`` distinct ones per task; returns (data, truth, acc).
 
-    Default population: 60% good (accuracy 0.65-0.95), ``adv_frac`` adversaries (accuracy
-    0.05-0.3 for K = 2, 0-0.1 otherwise: well below chance) and ``spam_frac`` spammers
-    (accuracy 1/K), in random order.  Wrong answers are uniform over the other classes.
-    Uses the legacy ``RandomState`` stream, so seeds keep their data.
+    Default population, in this worker order: good workers (accuracy 0.65-0.95),
+    ``adv_frac`` adversaries (accuracy 0.05-0.3 for K = 2, 0-0.1 otherwise: well below
+    chance) and ``spam_frac`` spammers (accuracy 1/K).  Wrong answers are uniform over the
+    other classes.  ``acc`` gives every worker's accuracy instead.
     """
-    from crowdlearn import CrowdLabels
+    from crowdlearn import simulate
 
-    rng = np.random.RandomState(seed)
+    WorkerSpec = simulate.WorkerSpec
     if acc is None:
         n_adv, n_spam = int(adv_frac * n_workers), int(spam_frac * n_workers)
-        acc = np.concatenate([
-            rng.uniform(0.65, 0.95, n_workers - n_adv - n_spam),
-            rng.uniform(0.05, 0.3, n_adv) if k == 2 else rng.uniform(0.0, 0.1, n_adv),
-            np.full(n_spam, 1.0 / k),
-        ])[rng.permutation(n_workers)]
-    truth = rng.randint(k, size=n_tasks)
-    workers = np.argsort(rng.rand(n_tasks, n_workers), axis=1)[:, :per_task]
-    task = np.repeat(np.arange(n_tasks), per_task)
-    worker = workers.ravel()
-    correct = rng.rand(len(task)) < acc[worker]
-    wrong = (truth[task] + rng.randint(1, k, size=len(task))) % k
-    label = np.where(correct, truth[task], wrong)
-    data = CrowdLabels.from_codes(
-        task, worker, label, n_tasks=n_tasks, n_workers=n_workers, n_classes=k, truth=truth
-    )
-    return data, truth, acc
+        specs = [
+            WorkerSpec.one_coin(n_workers - n_adv - n_spam, (0.65, 0.95)),
+            WorkerSpec.one_coin(n_adv, (0.05, 0.3) if k == 2 else (0.0, 0.1)),
+            WorkerSpec.spammer(n_spam),
+        ]
+    else:
+        specs = [WorkerSpec.one_coin(n_workers, np.asarray(acc, dtype=float))]
+    data = simulate.crowd(n_tasks, k, specs, labels_per_task=per_task, seed=seed)
+    return data, data.truth, data.planted.accuracy

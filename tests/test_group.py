@@ -8,7 +8,7 @@ import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.aggregation.group import estimate_worker_groups
 from crowdlearn.benchmarking import gold_accuracy
-from crowdlearn.simulate.categorical import WorkerSpec
+from crowdlearn.simulate import WorkerSpec
 
 
 def _colluding_crowd(seed):

@@ -25,7 +25,7 @@ def test_beats_majority_vote_with_adversaries_and_spammers(seed):
     data, truth, _ = one_coin_crowd(1000, 60, per_task=5, k=2, seed=seed)
     kos = KOS().fit(data)
     mv = MajorityVote().fit(data)
-    # measured: KOS 0.89-0.93 vs MV 0.66-0.71 on these seeds
+    # measured: KOS 0.89-0.92 vs MV 0.70-0.72 on these seeds
     assert accuracy(kos, truth) > accuracy(mv, truth) + 0.12
     assert accuracy(kos, truth) > 0.85
 
@@ -95,7 +95,7 @@ def test_multiclass_easy_data_close_to_majority_vote():
     p = kos.probas_.to_numpy()
     assert p.shape == (600, 4)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-12)
-    # measured: KOS 0.93-0.97, MV 0.97-0.985 (the "label > l" reduction loses a little)
+    # measured: KOS 0.973, MV 0.99 (the "label > l" reduction loses a little)
     assert accuracy(kos, truth) > 0.85
     assert accuracy(kos, truth) > accuracy(mv, truth) - 0.06
     assert set(np.unique(kos.label_codes_)) == {0, 1, 2, 3}
@@ -104,7 +104,7 @@ def test_multiclass_easy_data_close_to_majority_vote():
 def test_multiclass_with_adversaries_above_chance():
     data, truth, _ = one_coin_crowd(1000, 60, per_task=5, k=4, seed=1)
     kos = KOS().fit(data)
-    assert accuracy(kos, truth) > 0.7  # chance is 0.25; measured 0.81
+    assert accuracy(kos, truth) > 0.7  # chance is 0.25; measured 0.85
     assert kos.worker_messages_.shape == (60, 3)
 
 

@@ -1,4 +1,4 @@
-"""Tests of crowdlearn.simulate.categorical: planted parameters are what the data shows."""
+"""Tests of crowdlearn.simulate: planted parameters are what the data shows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scipy import stats
 
 from crowdlearn import metrics, simulate
 from crowdlearn.core.data import CrowdLabels
-from crowdlearn.simulate.categorical import WorkerSpec
+from crowdlearn.simulate import WorkerSpec
 
 
 def empirical_confusions(data: CrowdLabels) -> np.ndarray:
@@ -48,7 +48,10 @@ def test_returns_crowd_labels_with_truth_and_planted(mixed):
     assert dict(zip(kinds, counts)) == {
         "diligent": 24, "spammer": 4, "adversary": 4, "colluder": 6, "fixed_class": 2,
     }
-    assert set(p.as_dict()) == {"confusions", "class_prior", "kind", "group", "leader", "copy_prob"}
+    assert set(p.as_dict()) == {
+        "confusions", "class_prior", "kind", "group", "leader", "copy_prob", "outlier_prob",
+        "outlier_class",
+    }
     np.testing.assert_allclose(p.accuracy, np.einsum("wjj,j->w", p.confusions, p.class_prior))
 
 
@@ -269,3 +272,194 @@ def test_ten_million_labels():
                                 spammers=0.1, colluders=0.1)
     assert data.n_labels == 10_000_000
     assert time.perf_counter() - start < 20.0
+
+
+# ------------------------------------------------------------------ repeats and designs
+@pytest.mark.parametrize("kind", ["random", "regular"])
+def test_repeats_only_when_asked(kind):
+    task, worker = simulate.assign_workers(3_000, 6, 4, kind, seed=3)
+    assert len(np.unique(task.astype(np.int64) * 6 + worker)) == len(task)
+    task, worker = simulate.assign_workers(3_000, 6, 4, kind, seed=3, allow_repeats=True)
+    assert np.all(np.bincount(task) == 4)
+    if kind == "regular":
+        assert np.all(np.bincount(worker) == 2_000)  # raw configuration model: exact degrees
+    assert len(np.unique(task.astype(np.int64) * 6 + worker)) < len(task)  # repeats kept
+    # more answers per task than workers: only with repeats
+    task, worker = simulate.assign_workers(100, 3, 5, kind, seed=0, allow_repeats=True)
+    assert len(task) == 500
+    with pytest.raises(ValueError, match="labels_per_task"):
+        simulate.assign_workers(100, 3, 5, kind, seed=0)
+
+
+def test_assignment_seeds_reproducible():
+    for kind in ("random", "regular"):
+        a = simulate.assign_workers(500, 40, 7, kind, seed=11)
+        b = simulate.assign_workers(500, 40, 7, kind, seed=11)
+        c = simulate.assign_workers(500, 40, 7, kind, seed=12)
+        np.testing.assert_array_equal(a[1], b[1])
+        assert not np.array_equal(a[1], c[1])
+
+
+def test_given_design_and_truth():
+    task = np.array([2, 0, 0, 1, 2])
+    worker = np.array([1, 0, 2, 1, 0])
+    truth = np.array([1, 0, 1])
+    X = np.arange(6.0).reshape(3, 2)
+    data = simulate.crowd(3, 2, WorkerSpec.hammer(3), assignment=(task, worker), truth=truth,
+                          features=X, seed=0)
+    assert list(zip(data.task, data.worker)) == [(0, 0), (0, 2), (1, 1), (2, 0), (2, 1)]
+    np.testing.assert_array_equal(data.label, truth[data.task])  # hammers are always right
+    np.testing.assert_array_equal(data.features, X)
+    np.testing.assert_allclose(data.planted.class_prior, [1 / 3, 2 / 3])
+    with pytest.raises(ValueError, match="repeats"):
+        simulate.crowd(3, 2, WorkerSpec.hammer(3), assignment=([0, 0], [1, 1]), seed=0)
+    rep = simulate.crowd(3, 2, WorkerSpec.hammer(3), assignment=([0, 0], [1, 1]), seed=0,
+                         allow_repeats=True)
+    assert rep.n_labels == 2
+    with pytest.raises(ValueError, match="truth"):
+        simulate.crowd(3, 2, WorkerSpec.hammer(3), truth=[0, 2, 1], seed=0)
+
+
+# ------------------------------------------------------------------- worker models
+def test_one_coin_worker_matches_its_spec():
+    data = simulate.crowd(40_000, 4, [WorkerSpec.one_coin(5, accuracy=[0.3, 0.5, 0.7, 0.9, 1.0])],
+                          labels_per_task=2, seed=4)
+    emp = empirical_confusions(data)
+    planted = simulate.one_coin_confusions([0.3, 0.5, 0.7, 0.9, 1.0], 4)
+    np.testing.assert_allclose(data.planted.confusions, planted)
+    # ~4000 answers per (worker, true class): 4 standard errors of a proportion
+    assert np.abs(emp - planted).max() < 4 * np.sqrt(0.25 / 4_000)
+
+
+def test_beta_accuracies_and_dirichlet_spammers():
+    data = simulate.crowd(200, 2, [WorkerSpec.one_coin(20_000, simulate.Beta(2.0, 1.0))],
+                          labels_per_task=3, seed=0)
+    acc = data.planted.confusions[:, 0, 0]
+    assert acc.mean() == pytest.approx(2 / 3, abs=0.01)  # Beta(2, 1) mean
+    assert acc.var() == pytest.approx(1 / 18, abs=0.003)  # and variance
+    spam = simulate.crowd(30_000, 3, [WorkerSpec.spammer(4, concentration=1.0)], labels_per_task=2,
+                          seed=1)
+    conf = spam.planted.confusions
+    np.testing.assert_allclose(conf, conf[:, :1, :].repeat(3, axis=1))  # rows ignore the truth
+    assert not np.allclose(conf[0], conf[1])  # one distribution per spammer
+    assert metrics.confusion_error(empirical_confusions(spam), conf)["max_abs"] < 0.03
+
+
+# ----------------------------------------------------------------------- scenarios
+def test_hammer_spammer_on_given_truth_and_features():
+    truth = np.arange(600) % 3
+    X, _ = simulate.class_features(truth, 3, 4, seed=0)
+    data = simulate.hammer_spammer(600, 10, 3, labels_per_task=3, hammers=0.3, assignment="random",
+                                   truth=truth, features=X, seed=0)
+    hammer = data.planted.kind[data.worker] == "one_coin"
+    assert (data.planted.kind == "one_coin").sum() == 3
+    assert np.all(data.label[hammer] == truth[data.task[hammer]])
+    assert abs(np.mean(data.label[~hammer] == truth[data.task[~hammer]]) - 1 / 3) < 0.06
+    np.testing.assert_array_equal(data.features, X)
+
+
+def test_sparse_regular():
+    data = simulate.sparse_regular(400, l=3, r=4, spammers=0.2, dense_spammers=2, seed=0)
+    assert data.n_workers == 302
+    assert np.all(data.labels_per_task() == 5)
+    per_worker = data.labels_per_worker()
+    assert np.all(per_worker[:300] == 4) and np.all(per_worker[300:] == 400)
+    assert len(np.unique(pairs(data))) == data.n_labels
+    kind = data.planted.kind
+    assert (kind[:300] == "spammer").sum() == 60 and np.all(kind[300:] == "spammer")
+    big = simulate.sparse_regular(30_000, l=3, r=3, seed=1)
+    acc = big.planted.confusions[:, 0, 0]
+    assert acc.mean() == pytest.approx(2 / 3, abs=0.01)  # Beta(2, 1) workers
+    with pytest.raises(ValueError, match="divisible"):
+        simulate.sparse_regular(401, l=3, r=4)
+
+
+def test_maxmig_structures():
+    truth = np.arange(2000) % 2
+    mv = lambda d: np.mean(d.vote_counts().argmax(1) == truth)  # noqa: E731
+    for expertise, sizes in (("high", (5, 10, 10)), ("low", (10, 25, 12))):
+        ind, nm, co = (simulate.maxmig_structures(2000, s, expertise, truth=truth, seed=0)
+                       for s in ("independent", "naive_majority", "correlated"))
+        assert (ind.n_workers, nm.n_workers, co.n_workers) == sizes
+        assert np.all(ind.labels_per_task() == ind.n_workers)  # every expert labels every item
+        assert mv(nm) < 0.6 < mv(ind)  # juniors answering 0 sink majority vote
+        assert np.all(nm.label[nm.planted.kind[nm.worker] == "fixed_class"] == 0)
+        leader = co.planted.leader
+        juniors = np.flatnonzero(co.planted.group == 1)
+        assert len(juniors) == sizes[2] - sizes[0] and np.all(co.planted.kind[juniors] == "colluder")
+        w = co.to_wide().to_numpy()
+        for j in juniors:  # a correlated junior copies senior 0 or senior 1
+            assert leader[j] in (0, 1) and np.array_equal(w[:, j], w[:, leader[j]])
+        # common random numbers: the seniors answer alike in every structure
+        for other in (nm, co):
+            np.testing.assert_array_equal(other.to_wide().to_numpy()[:, :sizes[0]], ind.to_wide().to_numpy())
+        err = metrics.confusion_error(empirical_confusions(co), co.planted.confusions)
+        assert err["max_abs"] < 0.1  # 1000 answers per (worker, class)
+        if expertise == "high":
+            np.testing.assert_allclose(ind.planted.confusions[0], [[0.6, 0.4], [0.1, 0.9]])
+    d = simulate.maxmig_structures(300, "independent", "low", n_classes=4)
+    assert d.n_classes == 4
+    np.testing.assert_allclose(np.diagonal(d.planted.confusions, axis1=1, axis2=2), 0.4)
+    with pytest.raises(ValueError, match="structure"):
+        simulate.maxmig_structures(100, "bad")
+
+
+def test_instance_outliers():
+    truth = np.arange(3000) % 3
+    X, _ = simulate.class_features(truth, 3, 4, separation=2.0, seed=0)
+    data = simulate.instance_outliers(truth, X, outlier_frac=0.1, outlier_prob=0.9, seed=0)
+    target = data.planted.outlier_class
+    mask = target >= 0
+    assert mask.sum() == 300 and np.all(target[mask] != truth[mask])
+    out = mask[data.task]
+    # outliers: the flagged class with probability 0.9 + 0.1 * 0.2 / 2 (a regular error)
+    hit = np.mean(data.label[out] == target[data.task[out]])
+    assert hit == pytest.approx(0.91, abs=3 * np.sqrt(0.09 / out.sum()))
+    regular = np.mean(data.label[~out] == truth[data.task[~out]])
+    assert regular == pytest.approx(0.8, abs=3 * np.sqrt(0.16 / (~out).sum()))
+    # the outliers are the items nearest another class's centre
+    cent = np.stack([X[truth == c].mean(0) for c in range(3)])
+    d = ((X[:, None] - cent[None]) ** 2).sum(-1)
+    own = d[np.arange(3000), truth]
+    d[np.arange(3000), truth] = np.inf
+    assert (own / d.min(1))[mask].min() >= (own / d.min(1))[~mask].max()
+    with pytest.raises(ValueError, match="features X"):
+        simulate.instance_outliers(truth, None)
+
+
+def test_annotate_keeps_its_contract():
+    y = np.arange(3000) % 3
+    conf = simulate.one_coin_confusions([0.6, 0.7, 0.8, 0.9], 3)
+    labels, planted = simulate.features.annotate(y, conf, 4, seed=1)
+    assert labels.n_labels == 12_000 and np.array_equal(labels.truth, y)
+    np.testing.assert_allclose(planted["confusions"], conf)
+    assert metrics.confusion_error(empirical_confusions(labels), conf)["max_abs"] < 0.03
+    a, _ = simulate.features.annotate(y, conf, 2, seed=3)
+    b, _ = simulate.features.annotate(y, conf, 2, seed=3)
+    assert np.array_equal(a.label, b.label) and np.array_equal(a.worker, b.worker)
+
+
+_truth = np.arange(300) % 3
+_X = simulate.class_features(_truth, 3, 4, seed=0)[0]
+SCENARIOS = {
+    "dawid_skene": lambda seed: simulate.dawid_skene(300, 12, 3, seed=seed, spammers=0.2, colluders=0.2),
+    "one_coin": lambda seed: simulate.one_coin(300, 12, 3, assignment="regular", seed=seed),
+    "hammer_spammer": lambda seed: simulate.hammer_spammer(300, 12, 3, seed=seed),
+    "sparse_regular": lambda seed: simulate.sparse_regular(300, 3, 4, dense_spammers=1, seed=seed),
+    "maxmig_structures": lambda seed: simulate.maxmig_structures(300, "correlated", "low", seed=seed),
+    "instance_outliers": lambda seed: simulate.instance_outliers(_truth, _X, seed=seed),
+    "annotate": lambda seed: simulate.annotate(_truth, simulate.one_coin_confusions([0.7] * 5, 3), 3,
+                                               seed=seed)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_scenario_is_seeded_and_has_no_repeated_pairs(name):
+    a, b, c = SCENARIOS[name](5), SCENARIOS[name](5), SCENARIOS[name](6)
+    for field in ("task", "worker", "label", "truth"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    np.testing.assert_array_equal(a.planted.confusions, b.planted.confusions)
+    assert not np.array_equal(a.label, c.label)
+    assert len(np.unique(pairs(a))) == a.n_labels
+    assert isinstance(a, simulate.SimulatedLabels)
+    np.testing.assert_allclose(a.planted.confusions.sum(axis=2), 1.0)

@@ -1,13 +1,41 @@
-"""Simulated crowds with planted truth and planted worker parameters.
+"""Simulated crowds with planted truth and planted worker parameters: the one simulator.
 
-:mod:`~crowdlearn.simulate.categorical` draws class-label crowds from worker specifications
-(:class:`~crowdlearn.simulate.categorical.WorkerSpec`) and an assignment of workers to tasks
-(:func:`~crowdlearn.simulate.categorical.assign_workers`); :mod:`~crowdlearn.simulate.features`
-draws annotators on given item features.  The names of the first are re-exported here.
+* :mod:`~crowdlearn.simulate.workers`: worker models (:class:`WorkerSpec`, :class:`Beta`).
+* :mod:`~crowdlearn.simulate.assignment`: who labels what (:func:`assign_workers`).
+* :mod:`~crowdlearn.simulate.crowds`: drawing a crowd (:func:`crowd`, :class:`SimulatedLabels`,
+  :class:`Planted`).
+* :mod:`~crowdlearn.simulate.scenarios`: crowds of the literature (:func:`dawid_skene`,
+  :func:`one_coin`, :func:`hammer_spammer`, :func:`sparse_regular`,
+  :func:`maxmig_structures`).
+* :mod:`~crowdlearn.simulate.features`: items with features (:func:`class_features`,
+  :func:`annotate`, :func:`instance_outliers`).
+
+Every generator is a call into :func:`crowd`; the same seed gives the same output.
 """
 
-from .categorical import *  # noqa: F401,F403
-from .categorical import __all__ as _categorical_all
 from . import features  # noqa: F401
+from .assignment import assign_workers
+from .crowds import Planted, SimulatedLabels, crowd
+from .features import annotate, class_features, instance_outliers, outlier_classes
+from .scenarios import dawid_skene, hammer_spammer, maxmig_structures, one_coin, sparse_regular
+from .workers import Beta, WorkerSpec, one_coin_confusions
 
-__all__ = list(_categorical_all) + ["features"]
+__all__ = [
+    "Beta",
+    "Planted",
+    "SimulatedLabels",
+    "WorkerSpec",
+    "annotate",
+    "assign_workers",
+    "class_features",
+    "crowd",
+    "dawid_skene",
+    "features",
+    "hammer_spammer",
+    "instance_outliers",
+    "maxmig_structures",
+    "one_coin",
+    "one_coin_confusions",
+    "outlier_classes",
+    "sparse_regular",
+]
