@@ -34,11 +34,17 @@ def class_features(y, n_features: int = 5, separation: float = 4.0, seed: int = 
 
 
 def clusters(n: int = 400, k: int = 3, d: int = 8, separation: float = 4.0, seed: int = 0):
-    """Balanced labels ``y`` over ``k`` classes (shuffled) and their :func:`class_features`."""
+    """Balanced labels ``y`` over ``k`` classes (shuffled) and features as in
+    :func:`class_features`: ``x_n = mu_{y_n} + eps_n``, ``||mu_j|| = separation``.
+
+    Returns ``(X, y)``.
+    """
     rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, d))
+    centres *= separation / np.linalg.norm(centres, axis=1, keepdims=True)
     y = np.arange(n) % k
     rng.shuffle(y)
-    return class_features(y, d, separation, seed=seed), y
+    return centres[y] + rng.normal(size=(n, d)), y
 
 
 def planted_confusions(n_workers: int = 8, k: int = 3, seed: int = 0) -> np.ndarray:
