@@ -274,9 +274,12 @@ def check_input_not_mutated(est: Any) -> None:
 
 
 def check_predict_proba_matches_probas(est: Any) -> None:
-    """With a worker model (tag ``has_worker_model``), scoring the training answers with
-    ``predict_proba`` reproduces ``probas_`` of a fit without gold."""
+    """With a worker model (tag ``has_worker_model``), ``predict_proba`` scores the training
+    answers: a tasks x classes frame of distributions that reproduces ``probas_`` of a fit
+    without gold (to 1e-6) when the tag ``predict_matches_fit`` says so, and otherwise at
+    least agrees with ``labels_`` on 90% of the tasks."""
     who, est = describe(est), configure(est)
+    tags = get_tags(est)
     data = crowd_for(est)
     est.fit(data)
     try:
@@ -285,11 +288,18 @@ def check_predict_proba_matches_probas(est: Any) -> None:
         raise AssertionError(
             f"{who}: declares has_worker_model but predict_proba(training answers) raised "
             f"{type(exc).__name__}: {exc}") from exc
-    got = pd.DataFrame(got)
+    assert isinstance(got, pd.DataFrame), f"{who}: predict_proba must return a DataFrame"
     assert list(got.index) == list(data.tasks) and list(got.columns) == list(data.classes), (
         f"{who}: predict_proba must be a tasks x classes frame")
-    np.testing.assert_allclose(got.to_numpy(float), _probas(est), atol=1e-6,
-                               err_msg=f"{who}: predict_proba(training answers) != probas_")
+    q = got.to_numpy(float)
+    assert np.all(np.isfinite(q)) and np.allclose(q.sum(1), 1, atol=1e-6), (
+        f"{who}: predict_proba rows must be finite and sum to 1")
+    if getattr(tags, "predict_matches_fit", True):
+        np.testing.assert_allclose(q, _probas(est), atol=1e-6,
+                                   err_msg=f"{who}: predict_proba(training answers) != probas_")
+    else:
+        agree = float(np.mean(q.argmax(1) == _probas(est).argmax(1)))
+        assert agree >= 0.9, f"{who}: predict_proba and probas_ agree on {agree:.1%} of the tasks"
 
 
 def check_relabel_invariance(est: Any) -> None:
