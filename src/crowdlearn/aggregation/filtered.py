@@ -9,12 +9,14 @@ iterations.  :class:`SpammerFiltered` finds them with :func:`crowdlearn.diagnost
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..core.base import Tags, get_tags
 from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
@@ -74,6 +76,11 @@ class SpammerFiltered(BaseAggregator):
         self.max_workers = max_workers
         self.random_state = random_state
 
+    def __crowd_tags__(self) -> Tags:
+        base = get_tags(get_method(self.base) if isinstance(self.base, str) else self.base)
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=base.accepts_init,
+                                   stochastic=base.stochastic)
+
     def _make_base(self):
         if isinstance(self.base, str):
             est = get_method(self.base)()
@@ -106,7 +113,7 @@ class SpammerFiltered(BaseAggregator):
             g = gold[pos]
             if np.any(g >= 0):
                 kwargs["gold"] = pd.Series(data.classes.take(g[g >= 0]), index=sub.tasks[g >= 0])
-        if init is not None and getattr(base, "_uses_init", False):
+        if init is not None and get_tags(base).accepts_init:
             kwargs["init"] = init[data.tasks.get_indexer(sub.tasks)]
         base.fit(sub, **kwargs)
         self.base_ = base

@@ -32,11 +32,14 @@ bincount over ``worker * K + label``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln
 from sklearn.utils import check_random_state
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .glad import _clamp, coin_estep
@@ -123,10 +126,10 @@ class MACE(BaseAggregator):
     clamped during EM, which pins down the competence of the workers who answered them.
     """
 
-    _uses_init = True
-    #: random restarts depend on the order of workers and classes: the conformance suite
-    #: asks relabelled data for the same labels, not identical posteriors
-    _invariance_atol = None
+    def __crowd_tags__(self) -> Tags:
+        # random restarts depend on the order of workers and classes: relabelled data is asked
+        # for the same labels, not identical posteriors
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, stochastic=True, has_worker_model=True)
 
     def __init__(
         self,

@@ -59,12 +59,15 @@ tasks x workers or (dense) workers x workers is allocated.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.special import softmax
 from sklearn.utils import check_random_state
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .voting import weighted_votes
@@ -135,6 +138,9 @@ class MMSR(BaseAggregator):
     Gold labels are not used to estimate skills (the method is unsupervised); gold tasks are
     clamped in the output.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(
         self,

@@ -111,6 +111,7 @@ and the output is clamped to them, as for every estimator.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 
 import numpy as np
@@ -118,6 +119,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
+from ..core.base import Tags
 from ..core import kernels
 from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
@@ -194,7 +196,6 @@ def _cond(a: np.ndarray) -> float:
 class _MomentThenEM(ConfusionAggregator):
     """Moment estimate of the confusions, MAP posteriors, then ``n_em_iter`` DS EM rounds."""
 
-    _uses_init = False
     #: above this many classes the moment step is skipped (fallback); see the subclasses
     _max_classes = 20
 
@@ -439,10 +440,13 @@ class SpectralDawidSkene(_MomentThenEM):
         Log-likelihood after each E-step of the kept EM run.
     """
 
-    _invariance_atol = None  # groups depend on worker codes; restarts are random
     #: the tensor power method costs O(K^4 n_restarts n_power_iter) whatever the data size:
     #: ~1.5 s per fit at K = 20, ~15 s at K = 30
     _max_classes = 20
+
+    def __crowd_tags__(self) -> Tags:
+        # groups depend on worker codes; restarts are random
+        return dataclasses.replace(super().__crowd_tags__(), stochastic=True)
 
     def __init__(
         self,

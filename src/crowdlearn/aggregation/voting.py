@@ -6,6 +6,7 @@ All of them score task ``n`` and class ``j`` by ``s_{n,j} = sum_{answers i of n}
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
@@ -84,6 +86,11 @@ class MajorityVote(BaseAggregator):
     ``skills_`` is each worker's agreement with the majority.
     """
 
+    def __crowd_tags__(self) -> Tags:
+        # the worker model is "every worker is equally reliable": new answers are scored by
+        # their vote shares
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
+
     def __init__(self, random_state: int | None = 0) -> None:
         self.random_state = random_state
 
@@ -92,6 +99,9 @@ class MajorityVote(BaseAggregator):
         consensus = split_ties(proba)
         self.skills_ = pd.Series(agreement_with(data, consensus), index=data.workers, name="skill")
         return proba
+
+    def _predict_proba_codes(self, data):
+        return vote_fractions(data)
 
 
 class WeightedMajorityVote(BaseAggregator):
@@ -113,6 +123,9 @@ class WeightedMajorityVote(BaseAggregator):
     ``probas_``: with fixed weights, the weighted vote shares; with learned log-odds weights,
     the one-coin posterior ``softmax(sum of weights per class)``.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(
         self,
@@ -170,6 +183,9 @@ class Wawa(BaseAggregator):
     the vote weighted by those skills (as in Appen's "trust" scores and crowd-kit's Wawa).
     """
 
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
+
     def __init__(self, random_state: int | None = 0) -> None:
         self.random_state = random_state
 
@@ -193,6 +209,9 @@ class ZeroBasedSkill(BaseAggregator):
     ``lr`` starts at ``lr_init`` and is multiplied by ``lr_reduce_factor`` every
     ``lr_steps_to_reduce`` rounds; the loop stops when no skill moves more than ``eps``.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(
         self,

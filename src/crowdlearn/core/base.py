@@ -35,6 +35,7 @@ __all__ = [
     "check_fitted",
     "resolve_random_state",
     "resolve_generator",
+    "resolve_seed",
     "KINDS",
 ]
 
@@ -69,8 +70,14 @@ class Tags:
         The output depends on ``random_state`` beyond tie-breaking (random restarts, SGD on
         shuffled data): generic invariance checks compare quality, not numbers.
     has_worker_model : bool
-        A fitted worker model scores new answers: ``predict_proba(labels)`` works and, on the
-        training answers, reproduces ``probas_`` of a fit without gold.
+        A fitted worker model scores new answers: ``predict_proba(labels)`` works.
+    predict_matches_fit : bool
+        With a worker model: ``predict_proba`` of the training answers reproduces ``probas_``
+        of a fit without gold (to rounding), because ``probas_`` is the posterior of the
+        fitted worker model.  False for message-passing methods whose ``probas_`` are built
+        from leave-one-out messages (each answer is weighed by messages that exclude it),
+        while ``predict_proba`` weighs every answer with its worker's full message: the two
+        then agree on the labels, not on the numbers.
     invariance_atol : float
         Absolute tolerance of the check that renaming or reordering tasks, workers and
         classes permutes the posteriors and changes nothing else.
@@ -89,6 +96,7 @@ class Tags:
     accepts_gold: bool = True
     stochastic: bool = False
     has_worker_model: bool = False
+    predict_matches_fit: bool = True
     invariance_atol: float = 1e-6
     identifiable: bool = True
     confusion_tol: float = 0.25
@@ -201,3 +209,15 @@ def resolve_generator(random_state: Any) -> np.random.Generator:
         f"random_state must be None, an int, a numpy RandomState or Generator; got {random_state!r}"
     )
 
+
+
+def resolve_seed(random_state: Any) -> int:
+    """One integer seed (for torch and other seed-only APIs) standing for ``random_state``.
+
+    An integer is returned as it is (so a seeded fit is reproducible and unchanged);
+    ``None`` draws a seed from fresh entropy; a ``RandomState`` or ``Generator`` gives one
+    draw from its stream.  Same meaning as :func:`resolve_random_state`.
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, (bool, np.bool_)):
+        return int(random_state)
+    return int(resolve_random_state(random_state).randint(0, 2**31 - 1))
