@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from ..core.base import Tags, get_tags
+from ..core.base import Tags, get_tags, resolve_generator
 from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
@@ -149,7 +149,7 @@ def heldout_scores(
     from ..core.data import as_crowd_labels
 
     data = as_crowd_labels(labels)
-    rng = np.random.default_rng(random_state)
+    rng = resolve_generator(random_state)
     folds = [_split(data, holdout, rng) for _ in range(max(1, n_folds))]
     rows = {}
     per_answer = {}

@@ -55,9 +55,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
-from sklearn.utils import check_random_state
 
-from ..core.base import Tags
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
@@ -137,7 +136,7 @@ class KOS(BaseAggregator):
             gold_x = _threshold_answers(np.maximum(gold, 0), k)
             gold_x[~known] = 0.0
             gold_edge = known[data.task]
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         y = rng.normal(1.0, 1.0, size=answers.shape)
         y = _unit_rms(y)
         x = np.zeros_like(y)

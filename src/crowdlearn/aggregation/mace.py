@@ -37,9 +37,8 @@ import dataclasses
 import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln
-from sklearn.utils import check_random_state
 
-from ..core.base import Tags
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .glad import _clamp, coin_estep
@@ -185,7 +184,7 @@ class MACE(BaseAggregator):
         m, k = data.n_workers, data.n_classes
         self._smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         ctx = _Context(data, gold)
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         n_answers = max(data.n_labels, 1)
 
         best = None

@@ -65,9 +65,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.special import softmax
-from sklearn.utils import check_random_state
 
-from ..core.base import Tags
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from .voting import weighted_votes
@@ -175,7 +174,7 @@ class MMSR(BaseAggregator):
         msr = _MSRFilter(indptr, indices, c, cnt, self.trim)
         connected = msr.deg > 0
 
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         u = rng.uniform(size=m)
         v = rng.uniform(size=m)
         u[~connected] = 0.0

@@ -119,8 +119,8 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
-from ..core.base import Tags
 from ..core import kernels
+from ..core.base import Tags, resolve_generator
 from ..core.data import CrowdLabels
 from .base import ConfusionAggregator
 from .dawid_skene import _MAX_TABLE_CELLS, DawidSkene
@@ -485,7 +485,7 @@ class SpectralDawidSkene(_MomentThenEM):
         inc = data.incidence()
         z = (inc @ sel).toarray()  # N x 3K: group one-hot sums per task
         views = [z[:, g * k:(g + 1) * k] for g in range(3)]
-        rng = np.random.default_rng(self.random_state)
+        rng = resolve_generator(self.random_state)
         c_mats, weights = [None] * 3, [None] * 3
         for a, b, c in ((1, 2, 0), (2, 0, 1), (0, 1, 2)):  # reference: SolveCFG(x2, x3, x1) ...
             c_mats[c], weights[c] = _solve_view(

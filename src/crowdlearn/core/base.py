@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = [
@@ -148,16 +147,12 @@ def check_fitted(est: Any, attributes: Any = None) -> None:
 
     Delegates to :func:`sklearn.utils.validation.check_is_fitted`: an estimator that defines
     ``__sklearn_is_fitted__`` decides itself, otherwise the presence of fitted (trailing
-    underscore) attributes, or of the given ``attributes``, counts.
+    underscore) attributes, or of the given ``attributes``, counts.  (An object without a
+    ``fit`` method is not an estimator: TypeError.)
     """
     msg = (f"This {type(est).__name__} instance is not fitted yet; call 'fit' with "
            "appropriate arguments before using this estimator.")
-    try:
-        check_is_fitted(est, attributes=attributes, msg=msg)
-    except NotFittedError:
-        raise
-    except TypeError as exc:  # not an estimator at all
-        raise NotFittedError(msg) from exc
+    check_is_fitted(est, attributes=attributes, msg=msg)
 
 
 def resolve_random_state(random_state: Any) -> np.random.RandomState:
