@@ -56,11 +56,12 @@ SETTLED_PARAMS: dict[str, Any] = {"epochs": 20, "max_iter": 5, "patience": 20}
 # ----------------------------------------------------------------------------- helpers
 def describe(est: Any) -> str:
     """``"ds (DawidSkene)"``: the registry name (when registered) and the class name."""
-    from ..registry import methods  # lazy: the registry imports the method modules
+    from ..registry import REGISTRY  # read the table only: imports no method module
 
     cls = est if isinstance(est, type) else type(est)
-    for name, registered in methods().items():
-        if registered is cls:
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    for name, entry in REGISTRY.items():
+        if entry.path == path:
             return f"{name} ({cls.__name__})"
     return cls.__name__
 
