@@ -193,8 +193,12 @@ def _labels_from(frame):
 
 def test_auto_tags_follow_the_chosen_estimator(crowd):
     assert get_tags(get_method("auto")).has_worker_model
-    picky = get_method("auto")(candidates=["mv", "spammer-filtered"])
-    assert not get_tags(picky).has_worker_model
+    class NoModel(BaseAggregator):
+        def _fit(self, data, gold, init):
+            return np.ones((data.n_tasks, data.n_classes))
+
+    assert not get_tags(get_method("auto")(candidates=["mv", NoModel()])).has_worker_model
+    assert not get_tags(get_method("auto")(candidates=["ds", "kos"])).predict_matches_fit
     fitted = get_method("auto")(candidates=["ds", "mv"]).fit(crowd)
     assert get_tags(fitted).has_worker_model == get_tags(fitted.best_).has_worker_model
 
@@ -275,3 +279,16 @@ def test_cli_aggregate_refuses_a_learner(tmp_path, capsys):
     src.write_text("task,worker,label\n1,a,0\n1,b,1\n")
     assert main(["aggregate", str(src), "--method", "ccem"]) == 2
     assert "learning method" in capsys.readouterr().err
+
+
+def test_spammer_filtered_scores_with_its_base():
+    data = simulate.dawid_skene(n_tasks=300, n_workers=20, n_classes=3, labels_per_task=5,
+                                spammers=0.3, seed=2)
+    est = get_method("spammer-filtered")().fit(data)
+    assert est.n_removed_ > 0, "the simulated spammers must be flagged for this test to bite"
+    np.testing.assert_allclose(est.predict_proba(data).to_numpy(), est.probas_.to_numpy(), atol=1e-12)
+    # a task answered only by flagged workers gets the orphan row, as in the fit
+    spammer = est.spammers_.index[est.spammers_["spammer"].to_numpy()][0]
+    alone = pd.DataFrame({"task": ["new"], "worker": [spammer], "label": [data.classes[0]]})
+    row = est.predict_proba(alone).to_numpy()[0]
+    np.testing.assert_allclose(row, est.base_.priors_.to_numpy(), atol=1e-12)

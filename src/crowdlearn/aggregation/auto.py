@@ -262,6 +262,7 @@ class AutoAggregator(BaseAggregator):
             super().__crowd_tags__(),
             accepts_init=True,
             has_worker_model=all(t.has_worker_model for t in chosen),
+            predict_matches_fit=all(t.predict_matches_fit for t in chosen),
             stochastic=any(t.stochastic for t in chosen),
         )
 
