@@ -46,16 +46,9 @@ def _one_thread():
     torch.set_num_threads(n)
 
 
-def _name_of(estimator) -> str:
-    for name, cls in crowdlearn.methods().items():
-        if type(estimator) is cls:
-            return name
-    return type(estimator).__name__
-
-
 @parametrize_with_checks([cls(**QUICK.get(name, {})) for name, cls in crowdlearn.methods().items()])
 def test_conformance(estimator, check, request):
-    reason = KNOWN_FAILURES.get((_name_of(estimator), check.__name__))
+    reason = KNOWN_FAILURES.get((checks.registered_name(estimator), check.__name__))
     if reason is not None:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=False))
     check(estimator)

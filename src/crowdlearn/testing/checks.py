@@ -42,6 +42,7 @@ __all__ = [
     "configure",
     "crowd_for",
     "describe",
+    "registered_name",
 ]
 
 #: training budget of learners in the contract checks (they test the contract, not accuracy);
@@ -54,16 +55,26 @@ SETTLED_PARAMS: dict[str, Any] = {"epochs": 20, "max_iter": 5, "patience": 20}
 
 
 # ----------------------------------------------------------------------------- helpers
-def describe(est: Any) -> str:
-    """``"ds (DawidSkene)"``: the registry name (when registered) and the class name."""
-    from ..registry import REGISTRY  # read the table only: imports no method module
+def registered_name(est: Any) -> str | None:
+    """The registry name of ``est``'s class (an instance or a class), None if unregistered.
+
+    Reads the registry table only, so no method module (and no torch) is imported.
+    """
+    from ..registry import REGISTRY
 
     cls = est if isinstance(est, type) else type(est)
     path = f"{cls.__module__}:{cls.__qualname__}"
     for name, entry in REGISTRY.items():
         if entry.path == path:
-            return f"{name} ({cls.__name__})"
-    return cls.__name__
+            return name
+    return None
+
+
+def describe(est: Any) -> str:
+    """``"ds (DawidSkene)"``: the registry name (when registered) and the class name."""
+    cls = est if isinstance(est, type) else type(est)
+    name = registered_name(cls)
+    return cls.__name__ if name is None else f"{name} ({cls.__name__})"
 
 
 def configure(est: Any, **overrides: Any):

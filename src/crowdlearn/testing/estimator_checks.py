@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..core.base import get_tags
-from ..registry import get_method, methods
+from ..registry import get_method
 from . import checks as c
 from .learning import check_perfect_annotators, check_recovers_confusions
 
@@ -78,11 +78,11 @@ def _check_name(check: Callable) -> str:
     return getattr(check, "__name__", repr(check))
 
 
-def _estimator_name(est: Any, registered: dict[type, str]) -> str:
+def _estimator_name(est: Any) -> str:
     if isinstance(est, str):
         return est
     cls = est if isinstance(est, type) else type(est)
-    return registered.get(cls, cls.__name__)
+    return c.registered_name(cls) or cls.__name__
 
 
 def check_estimator(estimator: Any) -> None:
@@ -107,10 +107,9 @@ def parametrize_with_checks(estimators: Iterable[Any]):
     """
     import pytest  # test-time dependency only
 
-    registered = {cls: name for name, cls in methods().items()}
     params, ids = [], []
     for est in estimators:
-        name = _estimator_name(est, registered)
+        name = _estimator_name(est)
         inst = _instance(est)
         for check in estimator_checks(inst):
             params.append((inst, check))
