@@ -130,16 +130,21 @@ def _same_params(a: dict, b: dict) -> bool:
 
 # ------------------------------------------------------------------------------ checks
 def check_fit_returns_self_and_idempotent(est: Any) -> None:
-    """``fit`` returns ``self``; fitting the same object again on the same data changes nothing."""
+    """``fit`` returns ``self``; fitting the same object again on the same data, also after a
+    fit on another crowd in between, gives the same outputs (no state leaks between fits)."""
     who, est = describe(est), configure(est)
     data = crowd_for(est)
     assert est.fit(data) is est, f"{who}: fit must return self"
     first = est.probas_.copy()
-    est.fit(data)
-    assert est.probas_.index.equals(first.index), f"{who}: refit changes the task index"
-    assert np.array_equal(_probas(est), first.to_numpy(float)), (
-        f"{who}: refitting on the same data gives different probas_ (fit is not idempotent)"
-    )
+    for between in (None, crowd_for(est, seed=4, n_tasks=60)):
+        if between is not None:
+            est.fit(between)
+        est.fit(data)
+        assert est.probas_.index.equals(first.index), f"{who}: refit changes the task index"
+        after = "" if between is None else " after a fit on another crowd"
+        assert np.array_equal(_probas(est), first.to_numpy(float)), (
+            f"{who}: refitting on the same data{after} gives different probas_ (fit is not idempotent)"
+        )
 
 
 def check_clone_and_params(est: Any) -> None:
