@@ -55,7 +55,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     names = args.datasets or categorical_datasets(args.data_root)
     data = {n: load_folder(args.data_root / n) for n in names}
-    long = run_methods(data, args.methods or list(methods()))
+    long = run_methods(data, args.methods or list(methods("classification")))
     acc = long.pivot(index="method", columns="dataset", values="accuracy").reindex(
         index=long["method"].unique(), columns=names
     )

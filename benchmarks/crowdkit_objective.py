@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         OUT.write_text(json.dumps(ck, indent=1))
     baseline = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
     data = {n: load_folder(args.data_root / n) for n in names}
-    wanted = list(dict.fromkeys([*(args.methods or methods()), *EM_METHODS.values()]))
+    wanted = list(dict.fromkeys([*(args.methods or methods("classification")), *EM_METHODS.values()]))
     long = run_methods(data, wanted)
     ours = long.pivot(index="dataset", columns="method", values="accuracy")
     for ck_name in EM_METHODS:

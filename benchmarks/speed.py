@@ -120,9 +120,9 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per crowdlearn fit")
     args = p.parse_args(argv)
     if args.all:
-        from crowdlearn.registry import REGISTRY
+        from crowdlearn.registry import method_kinds
 
-        cases = [(name, int(args.all)) for name in REGISTRY]
+        cases = [(name, int(args.all)) for name, kind in method_kinds().items() if kind == "classification"]
     else:
         cases = [parse_case(c) for c in args.cases]
     cases += [("ds", 10**7)] if args.big else []

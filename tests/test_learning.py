@@ -15,10 +15,11 @@ from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.learning import make_classifier, methods  # noqa: E402
 from crowdlearn.learning.base import Callback, ProgressBar  # noqa: E402
 from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix  # noqa: E402
-from crowdlearn.learning.testing import CHECKS, clusters, confusion_error, planted_confusions  # noqa: E402
+from crowdlearn.testing.data import clusters, planted_confusions  # noqa: E402
+from crowdlearn.testing.learning import confusion_error  # noqa: E402
 
-# the mini-batch-trainer methods of crowdlearn.learning.base and DoctorNet; the other
-# custom-loop learners are checked in test_learning_em.py with the same CHECKS
+# the mini-batch-trainer methods of crowdlearn.learning.base and DoctorNet (the shared checks
+# of every learner run in test_conformance.py)
 MINE = ["two-stage", "crowd-layer", "conal", "ccem", "geocrowdnet-f", "geocrowdnet-w", "tracereg",
         "doctornet"]
 
@@ -30,12 +31,6 @@ def _one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
-
-
-@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
-@pytest.mark.parametrize("name", MINE)
-def test_shared_checks(name, check):
-    check(methods()[name]())
 
 
 def test_registry_and_factory():

@@ -168,24 +168,6 @@ def test_oracle_requires_features_with_clear_error():
         MMLCOracle(estimator="mode").fit(_crowd([0.9] * 3, n_tasks=20))
 
 
-def test_conformance_checks_with_features(monkeypatch):
-    """The shared CHECKS on toy crowds that carry features (the default toy crowd has none).
-
-    ``check_relabel_invariance`` and ``check_degenerate_inputs`` rebuild their data from
-    frames/records, which drops features; they are covered by the tests above instead.
-    """
-    from crowdlearn import testing
-
-    original = testing.toy_crowd
-    monkeypatch.setattr(testing, "toy_crowd", lambda *a, **k: _attach_features(original(*a, **k)))
-    skip = {"check_relabel_invariance", "check_degenerate_inputs"}
-    for est in (MMLCOracle(model={**SMALL, "epochs": 15}),
-                MMLCFill(base="mv", model={**SMALL, "epochs": 15})):
-        for check in testing.CHECKS:
-            if check.__name__ not in skip:
-                check(est)
-
-
 # -------------------------------------------------------------------- MMLC-df
 def test_fill_keeps_real_answers_and_every_task():
     data = _crowd([0.9, 0.8, 0.7, 0.6, 0.9], per_task=2, n_tasks=80, seed=7)

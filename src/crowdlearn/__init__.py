@@ -12,7 +12,7 @@ imports only numpy and pandas.
 from importlib import import_module
 
 from .core.data import CrowdLabels
-from .registry import get_method, methods
+from .registry import get_method, method_kinds, methods
 
 __version__ = "0.1.0"
 
@@ -43,4 +43,4 @@ def __dir__():
     return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_FUNCTIONS) | set(aggregation.__all__))
 
 
-__all__ = ["CrowdLabels", "methods", "get_method", "__version__"]
+__all__ = ["CrowdLabels", "methods", "get_method", "method_kinds", "__version__"]

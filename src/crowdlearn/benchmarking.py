@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from .core.base import get_tags
 from .core.data import CrowdLabels
 from .registry import get_method, methods
 
@@ -51,7 +52,7 @@ def run_methods(
 
     A method that raises is reported in ``error`` instead of aborting the whole table.
     """
-    names = list(method_names) if method_names is not None else list(methods())
+    names = list(method_names) if method_names is not None else list(methods("classification"))
     rows = []
     for dname, data in datasets.items():
         for name in names:
@@ -61,7 +62,7 @@ def run_methods(
                 est.set_params(random_state=seed)
             t0 = time.perf_counter()
             try:
-                if getattr(cls, "_requires_features", False) and data.features is None:
+                if get_tags(cls).requires_features and data.features is None:
                     raise ValueError(NEEDS_FEATURES)  # MMLC: not a failure of the method
                 est.fit(data)
                 err = None

@@ -44,8 +44,14 @@ def _parse_params(pairs: list[str] | None) -> dict:
 
 
 def _make_estimator(name: str, seed: int | None, params: dict):
-    from .registry import get_method
+    from .registry import get_method, method_kinds
 
+    kind = method_kinds().get(name)
+    if kind is not None and kind != "classification":
+        raise UsageError(
+            f"method {name!r} is a {kind} method (it trains a classifier from item features); "
+            "'aggregate' runs classification methods, see 'crowdlearn methods'"
+        )
     est = get_method(name)()
     valid = est.get_params()
     unknown = sorted(set(params) - set(valid))
@@ -104,17 +110,36 @@ def _cmd_aggregate(args) -> int:
     return 0
 
 
-def _cmd_methods(args) -> int:
-    from .registry import REGISTRY, get_method
+def _needs(tags) -> str:
+    """What a method needs beyond crowd answers, from its tags ("-" for nothing)."""
+    needs = []
+    if tags.requires_features:
+        needs.append("features")
+    if tags.binary_only:
+        needs.append("binary")
+    return ",".join(needs) or "-"
 
-    width = max(len(n) for n in REGISTRY)
-    for name in REGISTRY:
+
+def _cmd_methods(args) -> int:
+    from .core.base import get_tags
+    from .registry import get_method, method_kinds
+
+    kinds = {n: k for n, k in method_kinds().items() if args.kind in (None, k)}
+    if not kinds:
+        raise UsageError(f"no registered method of kind {args.kind!r}")
+    rows = []
+    for name, kind in kinds.items():
         try:
             cls = get_method(name)
-            doc = (cls.__doc__ or "").strip().splitlines()[0]
         except ImportError as exc:
-            doc = f"(unavailable: {exc})"
-        print(f"{name:<{width}}  {doc}")
+            rows.append((name, kind, "?", f"(unavailable: {exc})"))
+            continue
+        doc = ((cls.__doc__ or "").strip().splitlines() or [""])[0]
+        rows.append((name, kind, _needs(get_tags(cls)), doc))
+    widths = [max(len(r[i]) for r in rows + [("method", "kind", "needs", "")]) for i in range(3)]
+    header = ("method", "kind", "needs", "description")
+    for row in [header, *rows]:
+        print("  ".join(f"{v:<{w}}" for v, w in zip(row[:3], widths)) + "  " + row[3])
     return 0
 
 
@@ -197,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.set_defaults(func=_cmd_aggregate)
 
-    m = sub.add_parser("methods", help="list the registered methods")
+    m = sub.add_parser("methods", help="list the registered methods: kind, needs, description")
+    m.add_argument("--kind", help="only methods of this kind (classification, learning)")
     m.set_defaults(func=_cmd_methods)
 
     b = sub.add_parser("benchmark", help="accuracy table over dataset folders")

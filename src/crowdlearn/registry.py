@@ -1,44 +1,87 @@
-"""The method registry: short name -> estimator class, resolved lazily.
+"""The one method registry: short name -> (kind, estimator class), resolved lazily.
 
-The table maps names to ``"module:Class"`` strings so that ``import crowdlearn`` imports no
-estimator module (and never torch); a class is imported the first time it is asked for.
-Adding a method = one file + one line here.
+Every method of every kind is one line of :data:`REGISTRY`: its short name, its kind and where
+its class lives (``"module:Class"``).  Classes are imported the first time they are asked for,
+so ``import crowdlearn`` imports no estimator module and never torch, and listing names and
+kinds (:func:`method_kinds`) imports nothing.  Adding a method = one file + one line here.
+
+Kinds (see :data:`crowdlearn.core.base.KINDS`):
+
+``"classification"``
+    Truth inference of categorical labels from crowd answers (the aggregators, and MMLC's
+    aggregators, which also need item features).
+``"learning"``
+    End-to-end learners: train a classifier ``f(x)`` from item features and crowd answers
+    (torch).
+
+What a method needs (features, two classes only, ...) is declared by the class itself, in its
+tags (:func:`crowdlearn.core.base.get_tags`); the registry's kind must equal the class's
+``kind`` tag (tested).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from typing import NamedTuple
 
-__all__ = ["methods", "get_method", "REGISTRY"]
+__all__ = ["methods", "get_method", "method_kinds", "REGISTRY", "Entry"]
 
-REGISTRY: dict[str, str] = {
-    "mv": "crowdlearn.aggregation.majority_vote:MajorityVote",
-    "wmv": "crowdlearn.aggregation.majority_vote:WeightedMajorityVote",
-    "wawa": "crowdlearn.aggregation.wawa:Wawa",
-    "zbs": "crowdlearn.aggregation.zero_based_skill:ZeroBasedSkill",
-    "ds": "crowdlearn.aggregation.dawid_skene:DawidSkene",
-    "onecoin": "crowdlearn.aggregation.dawid_skene:OneCoinDawidSkene",
-    "ccds": "crowdlearn.aggregation.dawid_skene:ClassConditionalDawidSkene",
-    "glad": "crowdlearn.aggregation.glad:GLAD",
-    "mace": "crowdlearn.aggregation.mace:MACE",
-    "kos": "crowdlearn.aggregation.kos:KOS",
-    "mmsr": "crowdlearn.aggregation.mmsr:MMSR",
-    "bds": "crowdlearn.aggregation.bayesian:BayesianDawidSkene",
-    "bp": "crowdlearn.aggregation.belief_propagation:BeliefPropagation",
-    "mf": "crowdlearn.aggregation.belief_propagation:MeanField",
-    "spectral-ds": "crowdlearn.aggregation.spectral_ds:SpectralDawidSkene",
-    "multispa": "crowdlearn.aggregation.multispa:MultiSPA",
-    "multispa-ds": "crowdlearn.aggregation.multispa:MultiSPADawidSkene",
-    "multispa-kl": "crowdlearn.aggregation.multispa:MultiSPAKL",
-    "cnmf": "crowdlearn.aggregation.cnmf:CoupledNMF",
-    "tensor-admm": "crowdlearn.aggregation.tensor_admm:TensorADMM",
-    "spammer-filtered": "crowdlearn.aggregation.filtered:SpammerFiltered",
-    "group-ds": "crowdlearn.aggregation.group:GroupAwareDawidSkene",
-    "minimax": "crowdlearn.aggregation.minimax:MinimaxEntropy",
-    "eigenratio": "crowdlearn.aggregation.eigenratio:EigenRatio",
-    "auto": "crowdlearn.aggregation.auto:AutoAggregator",
-    "mmlc-owf": "crowdlearn.mmlc.oracle:MMLCOracle",
-    "mmlc-df": "crowdlearn.mmlc.fill:MMLCFill",
+
+class Entry(NamedTuple):
+    """One registered method: its kind and ``"module:Class"``."""
+
+    kind: str
+    path: str
+
+
+_C, _L = "classification", "learning"
+
+REGISTRY: dict[str, Entry] = {
+    # ---- classification: truth inference from answers
+    "mv": Entry(_C, "crowdlearn.aggregation.majority_vote:MajorityVote"),
+    "wmv": Entry(_C, "crowdlearn.aggregation.majority_vote:WeightedMajorityVote"),
+    "wawa": Entry(_C, "crowdlearn.aggregation.wawa:Wawa"),
+    "zbs": Entry(_C, "crowdlearn.aggregation.zero_based_skill:ZeroBasedSkill"),
+    "ds": Entry(_C, "crowdlearn.aggregation.dawid_skene:DawidSkene"),
+    "onecoin": Entry(_C, "crowdlearn.aggregation.dawid_skene:OneCoinDawidSkene"),
+    "ccds": Entry(_C, "crowdlearn.aggregation.dawid_skene:ClassConditionalDawidSkene"),
+    "glad": Entry(_C, "crowdlearn.aggregation.glad:GLAD"),
+    "mace": Entry(_C, "crowdlearn.aggregation.mace:MACE"),
+    "kos": Entry(_C, "crowdlearn.aggregation.kos:KOS"),
+    "mmsr": Entry(_C, "crowdlearn.aggregation.mmsr:MMSR"),
+    "bds": Entry(_C, "crowdlearn.aggregation.bayesian:BayesianDawidSkene"),
+    "bp": Entry(_C, "crowdlearn.aggregation.belief_propagation:BeliefPropagation"),
+    "mf": Entry(_C, "crowdlearn.aggregation.belief_propagation:MeanField"),
+    "spectral-ds": Entry(_C, "crowdlearn.aggregation.spectral_ds:SpectralDawidSkene"),
+    "multispa": Entry(_C, "crowdlearn.aggregation.multispa:MultiSPA"),
+    "multispa-ds": Entry(_C, "crowdlearn.aggregation.multispa:MultiSPADawidSkene"),
+    "multispa-kl": Entry(_C, "crowdlearn.aggregation.multispa:MultiSPAKL"),
+    "cnmf": Entry(_C, "crowdlearn.aggregation.cnmf:CoupledNMF"),
+    "tensor-admm": Entry(_C, "crowdlearn.aggregation.tensor_admm:TensorADMM"),
+    "spammer-filtered": Entry(_C, "crowdlearn.aggregation.filtered:SpammerFiltered"),
+    "group-ds": Entry(_C, "crowdlearn.aggregation.group:GroupAwareDawidSkene"),
+    "minimax": Entry(_C, "crowdlearn.aggregation.minimax:MinimaxEntropy"),
+    "eigenratio": Entry(_C, "crowdlearn.aggregation.eigenratio:EigenRatio"),
+    "auto": Entry(_C, "crowdlearn.aggregation.auto:AutoAggregator"),
+    # ---- classification with item features (MMLC)
+    "mmlc-owf": Entry(_C, "crowdlearn.mmlc.oracle:MMLCOracle"),
+    "mmlc-df": Entry(_C, "crowdlearn.mmlc.fill:MMLCFill"),
+    # ---- learning: a classifier f(x) trained from features and answers (torch)
+    "two-stage": Entry(_L, "crowdlearn.learning.two_stage:TwoStage"),
+    "crowd-layer": Entry(_L, "crowdlearn.learning.crowd_layer:CrowdLayer"),
+    "conal": Entry(_L, "crowdlearn.learning.crowd_layer:CoNAL"),
+    "ccem": Entry(_L, "crowdlearn.learning.ccem:CCEM"),
+    "geocrowdnet-f": Entry(_L, "crowdlearn.learning.ccem:GeoCrowdNetF"),
+    "geocrowdnet-w": Entry(_L, "crowdlearn.learning.ccem:GeoCrowdNetW"),
+    "tracereg": Entry(_L, "crowdlearn.learning.ccem:TraceReg"),
+    "raykar": Entry(_L, "crowdlearn.learning.em_family:Raykar"),
+    "aggnet": Entry(_L, "crowdlearn.learning.em_family:AggNet"),
+    "deepmf": Entry(_L, "crowdlearn.learning.em_family:DeepMF"),
+    "deepbp": Entry(_L, "crowdlearn.learning.em_family:DeepBP"),
+    "bayesdgc": Entry(_L, "crowdlearn.learning.em_family:BayesDGC"),
+    "maxmig": Entry(_L, "crowdlearn.learning.maxmig:MaxMIG"),
+    "coinnet": Entry(_L, "crowdlearn.learning.coinnet:COINNet"),
+    "doctornet": Entry(_L, "crowdlearn.learning.doctornet:DoctorNet"),
 }
 
 
@@ -47,23 +90,52 @@ def _load(path: str):
     return getattr(import_module(module), name)
 
 
-def get_method(name: str):
-    """The estimator class registered under ``name``."""
-    try:
-        path = REGISTRY[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown method {name!r}; known methods: {', '.join(sorted(REGISTRY))}"
-        ) from None
-    return _load(path)
+def _check_kind(kind: str | None) -> None:
+    if kind is None:
+        return
+    from .core.base import KINDS
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown method kind {kind!r}; known kinds: {', '.join(KINDS)}")
 
 
-def methods() -> dict[str, type]:
-    """All registered methods as {short name: class} (imports each module once)."""
+def get_method(name: str, kind: str | None = None):
+    """The estimator class registered under ``name`` (of ``kind``, when given).
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a name of another kind.
+    ImportError
+        When the method's optional dependency (e.g. torch) is missing.
+    """
+    _check_kind(kind)
+    entry = REGISTRY.get(name)
+    if entry is None or (kind is not None and entry.kind != kind):
+        known = sorted(n for n, e in REGISTRY.items() if kind is None or e.kind == kind)
+        what = "method" if kind is None else f"{kind} method"
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}") from None
+    return _load(entry.path)
+
+
+def methods(kind: str | None = None) -> dict[str, type]:
+    """Registered methods as {short name: class}, all kinds or those of ``kind``.
+
+    Imports each method's module; a method whose optional dependency is missing (torch for
+    the learners and MMLC) is left out.
+    """
+    _check_kind(kind)
     out = {}
-    for name, path in REGISTRY.items():
+    for name, entry in REGISTRY.items():
+        if kind is not None and entry.kind != kind:
+            continue
         try:
-            out[name] = _load(path)
-        except ImportError:  # a method whose optional dependency is missing is not offered
+            out[name] = _load(entry.path)
+        except ImportError:
             continue
     return out
+
+
+def method_kinds() -> dict[str, str]:
+    """{short name: kind} of every registered method, without importing any of them."""
+    return {name: entry.kind for name, entry in REGISTRY.items()}

@@ -8,7 +8,11 @@ from importlib import import_module
 
 from ..registry import REGISTRY
 
-_CLASSES = {path.split(":")[1]: path.split(":")[0] for path in REGISTRY.values() if path.startswith("crowdlearn.aggregation.")}
+_CLASSES = {
+    entry.path.split(":")[1]: entry.path.split(":")[0]
+    for entry in REGISTRY.values()
+    if entry.path.startswith("crowdlearn.aggregation.")
+}
 
 __all__ = sorted(_CLASSES) + ["BaseAggregator"]
 

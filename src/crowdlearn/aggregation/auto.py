@@ -28,6 +28,7 @@ the final fit.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Sequence
 
@@ -35,6 +36,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..core.base import Tags, get_tags, resolve_generator
 from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
@@ -147,7 +149,7 @@ def heldout_scores(
     from ..core.data import as_crowd_labels
 
     data = as_crowd_labels(labels)
-    rng = np.random.default_rng(random_state)
+    rng = resolve_generator(random_state)
     folds = [_split(data, holdout, rng) for _ in range(max(1, n_folds))]
     rows = {}
     per_answer = {}
@@ -231,8 +233,6 @@ class AutoAggregator(BaseAggregator):
         One sentence saying why ``chosen_`` was chosen.
     """
 
-    _uses_init = True
-
     def __init__(
         self,
         candidates: Sequence[Any] | None = None,
@@ -248,6 +248,27 @@ class AutoAggregator(BaseAggregator):
         self.min_z = min_z
         self.smoothing = smoothing
         self.random_state = random_state
+
+    def __crowd_tags__(self) -> Tags:
+        # a fitted selector is its chosen estimator; before the fit it promises what every
+        # candidate it may choose promises
+        if "best_" in self.__dict__:
+            chosen = [get_tags(self.best_)]
+        elif self.candidates is not None:
+            chosen = [get_tags(get_method(c) if isinstance(c, str) else c) for c in self.candidates]
+        else:
+            chosen = [get_tags(get_method(c)) for c in DEFAULT_CANDIDATES + MANY_CLASS_CANDIDATES]
+        return dataclasses.replace(
+            super().__crowd_tags__(),
+            accepts_init=True,
+            has_worker_model=all(t.has_worker_model for t in chosen),
+            predict_matches_fit=all(t.predict_matches_fit for t in chosen),
+            stochastic=any(t.stochastic for t in chosen),
+        )
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        # ``data`` is coded on the fitted workers and classes, which are the chosen one's
+        return self.best_.predict_proba(data).to_numpy()
 
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         if not 0.0 < self.holdout < 1.0:
@@ -301,7 +322,7 @@ class AutoAggregator(BaseAggregator):
         if gold is not None:
             g = gold >= 0
             kwargs["gold"] = pd.Series(data.classes.take(gold[g]), index=data.tasks[g])
-        if init is not None and getattr(est, "_uses_init", False):
+        if init is not None and get_tags(est).accepts_init:
             kwargs["init"] = init
         est.fit(data, **kwargs)
         self.best_ = est

@@ -10,21 +10,34 @@ Confusion-matrix orientation (one convention for the whole library)::
 
 rows (true class) sum to 1.  Converters to other orientations live in
 :func:`crowdlearn.aggregation.base.confusion_frame`.
+
+The helpers the public methods rely on are module functions or *sealed* methods
+(:data:`SEALED`): a subclass that defines one of those names is rejected when the class is
+created, so a method-specific helper can never silently replace the base's (a subclass
+helper named like a base helper once made ``predict`` fail with a TypeError).  The hooks a
+subclass is meant to override are ``_fit``, ``_predict_proba_codes`` and ``_check_data``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
-from sklearn.utils import check_random_state
 
+from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.stats import clamp_to_gold
 
-__all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame"]
+__all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame",
+           "normalize_rows", "align_to_fit", "SEALED"]
+
+#: names of BaseAggregator's public methods and helpers that subclasses may not redefine
+SEALED = frozenset({
+    "fit_predict", "fit_predict_proba", "predict_proba", "predict", "_record_iteration",
+    "__sklearn_is_fitted__", "__init_subclass__",
+})
 
 _TIE_TOL = 1e-12
 
@@ -72,7 +85,77 @@ def confusion_frame(confusion: np.ndarray, classes: pd.Index) -> pd.DataFrame:
     )
 
 
-class BaseAggregator(BaseEstimator):
+def normalize_rows(proba: np.ndarray, n_classes: int) -> np.ndarray:
+    """Rows that sum to one; a NaN or empty row becomes uniform (never leaks out)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.size and np.isfinite(proba).all() and proba.min() >= 0.0:
+        # the usual case, checked with whole-array passes (fast at 10^7 cells); rows
+        # already normalised to rounding are returned as they are
+        sums = proba.sum(axis=1)
+        if np.all(np.abs(sums - 1.0) <= 1e-9):
+            return proba
+        if np.all(sums > 0):
+            return proba / sums[:, None]
+    bad = ~np.all(np.isfinite(proba), axis=1)
+    proba[bad] = 0.0
+    proba = np.clip(proba, 0.0, None)
+    sums = proba.sum(axis=1, keepdims=True)
+    empty = sums[:, 0] <= 0
+    sums[empty] = 1.0
+    proba = proba / sums
+    proba[empty] = 1.0 / max(n_classes, 1)
+    return proba
+
+
+def align_to_fit(data: CrowdLabels, workers: pd.Index, classes: pd.Index) -> CrowdLabels:
+    """Recode ``data`` onto fitted worker and class codes; answers of unseen workers are dropped.
+
+    Tasks keep their own codes (new tasks are what ``predict_proba`` scores); a class the fit
+    never saw is an error, since no worker model covers it.
+    """
+    if data.classes.equals(classes) and data.workers.equals(workers):
+        return data
+    cls_map = classes.get_indexer(data.classes)
+    if np.any(cls_map < 0):
+        unknown = data.classes[cls_map < 0][0]
+        raise ValueError(f"class {unknown!r} was not seen during fit")
+    w_map = workers.get_indexer(data.workers)
+    keep = w_map[data.worker] >= 0
+    return CrowdLabels(
+        data.task[keep],
+        w_map[data.worker[keep]],
+        cls_map[data.label[keep]],
+        tasks=data.tasks,
+        workers=workers,
+        classes=classes,
+    )
+
+
+def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
+    if gold is None:
+        return None
+    if isinstance(gold, np.ndarray) and gold.dtype.kind in "iu" and gold.shape == (data.n_tasks,):
+        codes = gold.astype(np.int32)
+    else:
+        codes = data.encode_gold(gold)
+    return codes if np.any(codes >= 0) else None
+
+
+def _encode_init(data: CrowdLabels, init: Any) -> np.ndarray:
+    if isinstance(init, pd.DataFrame):
+        init = init.reindex(index=data.tasks, columns=data.classes).to_numpy(dtype=float)
+    init = np.asarray(init, dtype=np.float64)
+    if init.shape != (data.n_tasks, data.n_classes):
+        raise ValueError(
+            f"init must have shape (n_tasks, n_classes) = {(data.n_tasks, data.n_classes)}, "
+            f"got {init.shape}"
+        )
+    if not np.all(np.isfinite(init)) or np.any(init < 0):
+        raise ValueError("init must hold finite, non-negative numbers")
+    return normalize_rows(init.copy(), data.n_classes)
+
+
+class BaseAggregator(CrowdEstimator):
     """Base class for truth inference from crowd labels only.
 
     Fitted attributes (all methods)
@@ -89,8 +172,20 @@ class BaseAggregator(BaseEstimator):
         The ids the fit saw.
     """
 
-    #: whether ``init`` posteriors are used (EM-type methods)
-    _uses_init = False
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        clash = SEALED.intersection(vars(cls))
+        if clash:
+            raise TypeError(
+                f"{cls.__name__} redefines {', '.join(sorted(clash))} of BaseAggregator; "
+                "give method-specific helpers another name"
+            )
+
+    def __crowd_tags__(self) -> Tags:
+        return Tags(kind="classification")
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "probas_")
 
     # ------------------------------------------------------------------ public
     def fit(self, labels: Any, *, gold: Any = None, init: Any = None) -> "BaseAggregator":
@@ -108,16 +203,22 @@ class BaseAggregator(BaseEstimator):
         """
         data = as_crowd_labels(labels)
         self._check_data(data)
-        gold_codes = self._encode_gold(data, gold)
-        init_p = self._encode_init(data, init) if init is not None else None
-        self._rng = check_random_state(getattr(self, "random_state", 0))
+        gold_codes = _encode_gold(data, gold)
+        init_p = _encode_init(data, init) if init is not None else None
+        self._rng = resolve_random_state(getattr(self, "random_state", 0))
         self.history_: list[float] = []
         self.n_iter_ = 0
         self.converged_ = True
         proba = self._fit(data, gold_codes, init_p)
-        proba = self._clean_proba(proba, data)
+        proba = normalize_rows(proba, data.n_classes)
         clamp_to_gold(proba, gold_codes)
-        self._set_outputs(data, proba)
+        self.tasks_ = data.tasks
+        self.workers_ = data.workers
+        self.classes_ = data.classes
+        codes = argmax_random_ties(proba, self._rng)
+        self.label_codes_ = codes
+        self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
+        self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
         del self._rng
         return self
 
@@ -131,15 +232,24 @@ class BaseAggregator(BaseEstimator):
         """Posteriors for (possibly new) tasks under the fitted worker model.
 
         Answers by workers the fit never saw are ignored (they carry no estimated skill).
+        Methods tagged ``has_worker_model`` implement it; on the training answers it returns
+        ``probas_`` of a fit without gold.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        NotImplementedError
+            For methods without a worker model that scores new answers.
         """
-        self._check_fitted()
-        data = self._align(as_crowd_labels(labels))
-        proba = self._clean_proba(self._predict_proba_codes(data), data)
+        check_fitted(self)
+        data = align_to_fit(as_crowd_labels(labels), self.workers_, self.classes_)
+        proba = normalize_rows(self._predict_proba_codes(data), data.n_classes)
         return pd.DataFrame(proba, index=data.tasks, columns=self.classes_)
 
     def predict(self, labels: Any) -> pd.Series:
         proba = self.predict_proba(labels)
-        rng = check_random_state(getattr(self, "random_state", 0))
+        rng = resolve_random_state(getattr(self, "random_state", 0))
         codes = argmax_random_ties(proba.to_numpy(), rng)
         return pd.Series(self.classes_.take(codes), index=proba.index, name="label")
 
@@ -171,82 +281,6 @@ class BaseAggregator(BaseEstimator):
         if data.n_classes < 1:
             raise ValueError("no classes")
 
-    def _encode_gold(self, data: CrowdLabels, gold: Any) -> np.ndarray | None:
-        if gold is None:
-            return None
-        if isinstance(gold, np.ndarray) and gold.dtype.kind in "iu" and gold.shape == (data.n_tasks,):
-            codes = gold.astype(np.int32)
-        else:
-            codes = data.encode_gold(gold)
-        return codes if np.any(codes >= 0) else None
-
-    def _encode_init(self, data: CrowdLabels, init: Any) -> np.ndarray:
-        if isinstance(init, pd.DataFrame):
-            init = init.reindex(index=data.tasks, columns=data.classes).to_numpy(dtype=float)
-        init = np.asarray(init, dtype=np.float64)
-        if init.shape != (data.n_tasks, data.n_classes):
-            raise ValueError(
-                f"init must have shape (n_tasks, n_classes) = {(data.n_tasks, data.n_classes)}, "
-                f"got {init.shape}"
-            )
-        if not np.all(np.isfinite(init)) or np.any(init < 0):
-            raise ValueError("init must hold finite, non-negative numbers")
-        return self._clean_proba(init.copy(), data)
-
-    @staticmethod
-    def _clean_proba(proba: np.ndarray, data: CrowdLabels) -> np.ndarray:
-        """Rows that sum to one; a NaN or empty row becomes uniform (never leaks out)."""
-        proba = np.asarray(proba, dtype=np.float64)
-        if proba.size and np.isfinite(proba).all() and proba.min() >= 0.0:
-            # the usual case, checked with whole-array passes (fast at 10^7 cells); rows
-            # already normalised to rounding are returned as they are
-            sums = proba.sum(axis=1)
-            if np.all(np.abs(sums - 1.0) <= 1e-9):
-                return proba
-            if np.all(sums > 0):
-                return proba / sums[:, None]
-        bad = ~np.all(np.isfinite(proba), axis=1)
-        proba[bad] = 0.0
-        proba = np.clip(proba, 0.0, None)
-        sums = proba.sum(axis=1, keepdims=True)
-        empty = sums[:, 0] <= 0
-        sums[empty] = 1.0
-        proba = proba / sums
-        proba[empty] = 1.0 / max(data.n_classes, 1)
-        return proba
-
-    def _set_outputs(self, data: CrowdLabels, proba: np.ndarray) -> None:
-        self.tasks_ = data.tasks
-        self.workers_ = data.workers
-        self.classes_ = data.classes
-        codes = argmax_random_ties(proba, self._rng)
-        self.label_codes_ = codes
-        self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
-        self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "probas_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit first")
-
-    def _align(self, data: CrowdLabels) -> CrowdLabels:
-        """Recode ``data`` onto the fitted worker/class codes; unseen workers are dropped."""
-        if data.classes.equals(self.classes_) and data.workers.equals(self.workers_):
-            return data
-        cls_map = self.classes_.get_indexer(data.classes)
-        if np.any(cls_map < 0):
-            unknown = data.classes[cls_map < 0][0]
-            raise ValueError(f"class {unknown!r} was not seen during fit")
-        w_map = self.workers_.get_indexer(data.workers)
-        keep = w_map[data.worker] >= 0
-        return CrowdLabels(
-            data.task[keep],
-            w_map[data.worker[keep]],
-            cls_map[data.label[keep]],
-            tasks=data.tasks,
-            workers=self.workers_,
-            classes=self.classes_,
-        )
-
 
 class ConfusionAggregator(BaseAggregator):
     """Base of methods whose worker model is a confusion matrix per worker.
@@ -254,7 +288,12 @@ class ConfusionAggregator(BaseAggregator):
     Subclasses set, in ``_fit``, ``confusions_`` (W x K x K, ``[w, true, answered]``) and
     the E-step tables ``_log_table`` (``[w*K + answered, true]``) and ``_log_prior``; this
     class turns them into ``predict_proba`` for new tasks and per-worker confusion frames.
+    The posteriors ``_fit`` returns must be the E-step of exactly these tables, so that
+    ``predict_proba`` on the training answers reproduces ``probas_``.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
         from ..core import kernels
@@ -264,6 +303,6 @@ class ConfusionAggregator(BaseAggregator):
 
     def confusion(self, worker: Any) -> pd.DataFrame:
         """The fitted confusion matrix of one worker (rows = true class, columns = answer)."""
-        self._check_fitted()
+        check_fitted(self)
         pos = self.workers_.get_loc(worker)
         return confusion_frame(self.confusions_[pos], self.classes_)

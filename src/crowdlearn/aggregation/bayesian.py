@@ -31,11 +31,13 @@ decreases (up to rounding).
 
 from __future__ import annotations
 
+import dataclasses
 
 import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln, logsumexp
 
+from ..core.base import Tags
 from ..core import kernels
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, dirichlet_expected_log, expected_skills, vote_fractions
@@ -109,7 +111,8 @@ class BayesianDawidSkene(ConfusionAggregator):
     rule of the E-step).
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True)
 
     def __init__(
         self,

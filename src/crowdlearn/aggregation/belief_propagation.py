@@ -58,11 +58,14 @@ digamma(a + b)``.  ``history_`` is the ELBO (non-decreasing).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy.special import betaln, expit, logsumexp
 
 from ..core import kernels
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import (
     beta_expected_logs,
@@ -272,6 +275,9 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 class _OneCoinBase(BaseAggregator):
     """Shared checks and prediction of the one-coin Beta-prior methods."""
 
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
+
     def _check_prior(self) -> tuple[float, float]:
         a, b = float(self.alpha), float(self.beta)
         if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
@@ -330,6 +336,11 @@ class BeliefPropagation(_OneCoinBase):
     certain task) and clamp the output.  ``predict_proba`` on new tasks weighs each answer
     by ``log(E[q_w] / (1 - E[q_w])) + log(K - 1)``.  Class prior: uniform, as in the paper.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        # probas_ are the beliefs of leave-one-out messages; predict_proba weighs each answer
+        # with its worker's full message
+        return dataclasses.replace(super().__crowd_tags__(), predict_matches_fit=False)
 
     def __init__(
         self,
@@ -435,7 +446,8 @@ class MeanField(_OneCoinBase):
     log(K - 1)``.
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True)
 
     def __init__(
         self,

@@ -56,6 +56,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.base import resolve_generator
 from ..core.stats import TINY
 from .moments import (
     Degenerate,
@@ -312,7 +313,7 @@ class CoupledNMF(MomentThenEM):
         x4[pl, :, pi, :] = blocks.transpose(0, 2, 1)
         x = x4.reshape(n, n)
         unknown = ~np.repeat(np.repeat(known, k, axis=0), k, axis=1)
-        rng = np.random.default_rng(self.random_state)
+        rng = resolve_generator(self.random_state)
         q = rng.standard_normal((n, min(n, 2 * k)))
         vals, vecs, q = _top_psd(x, q, k, 30)
         for it in range(int(self.n_impute_iter)):

@@ -20,11 +20,13 @@ Orientation: ``confusions_[w, true, answered]``, rows sum to 1.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..core.base import Tags
 from ..core import kernels
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, confusions_from_log_table, expected_skills, vote_fractions
@@ -108,7 +110,8 @@ class DawidSkene(ConfusionAggregator):
     known worker confusions are used as priors.
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True)
 
     def __init__(
         self,

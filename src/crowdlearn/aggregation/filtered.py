@@ -9,12 +9,14 @@ iterations.  :class:`SpammerFiltered` finds them with :func:`crowdlearn.diagnost
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..core.base import Tags, get_tags
 from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
@@ -74,6 +76,12 @@ class SpammerFiltered(BaseAggregator):
         self.max_workers = max_workers
         self.random_state = random_state
 
+    def __crowd_tags__(self) -> Tags:
+        base = get_tags(get_method(self.base) if isinstance(self.base, str) else self.base)
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=base.accepts_init,
+                                   stochastic=base.stochastic, has_worker_model=base.has_worker_model,
+                                   predict_matches_fit=base.predict_matches_fit)
+
     def _make_base(self):
         if isinstance(self.base, str):
             est = get_method(self.base)()
@@ -97,6 +105,7 @@ class SpammerFiltered(BaseAggregator):
         flagged = table["spammer"].to_numpy()
         if flagged.all():
             flagged = np.zeros_like(flagged)
+        self._kept_workers = ~flagged
         keep = ~flagged[data.worker]
         self.n_removed_ = int((~keep).sum())
         sub = data if keep.all() else data._select(keep)
@@ -106,7 +115,7 @@ class SpammerFiltered(BaseAggregator):
             g = gold[pos]
             if np.any(g >= 0):
                 kwargs["gold"] = pd.Series(data.classes.take(g[g >= 0]), index=sub.tasks[g >= 0])
-        if init is not None and getattr(base, "_uses_init", False):
+        if init is not None and get_tags(base).accepts_init:
             kwargs["init"] = init[data.tasks.get_indexer(sub.tasks)]
         base.fit(sub, **kwargs)
         self.base_ = base
@@ -114,17 +123,35 @@ class SpammerFiltered(BaseAggregator):
             if hasattr(base, attr):
                 setattr(self, attr, getattr(base, attr))
         self.history_ = list(getattr(base, "history_", []))
+        prior = getattr(base, "priors_", None)
+        if prior is not None:
+            fill = prior.reindex(data.classes, fill_value=0.0).to_numpy()
+        else:
+            fill = np.bincount(sub.label, minlength=data.n_classes).astype(float)
+        self._orphan_row = fill / fill.sum() if fill.sum() > 0 else np.full(data.n_classes, 1.0 / data.n_classes)
+        proba, orphan = self._merge(data, sub, base.probas_)
+        self.orphans_ = data.tasks[orphan]
+        return proba
+
+    def _merge(self, data: CrowdLabels, sub: CrowdLabels, sub_proba: pd.DataFrame):
+        """Posteriors of all tasks of ``data`` from those of its filtered part ``sub``; the
+        tasks left without answers (orphans) take the fitted class prior."""
         proba = np.empty((data.n_tasks, data.n_classes))
         pos = data.tasks.get_indexer(sub.tasks)
-        proba[pos] = base.probas_.reindex(columns=data.classes, fill_value=0.0).to_numpy()
+        proba[pos] = sub_proba.reindex(columns=data.classes, fill_value=0.0).to_numpy()
         orphan = np.ones(data.n_tasks, dtype=bool)
         orphan[pos] = False
-        self.orphans_ = data.tasks[orphan]
-        if orphan.any():
-            prior = getattr(base, "priors_", None)
-            if prior is not None:
-                fill = prior.reindex(data.classes, fill_value=0.0).to_numpy()
-            else:
-                fill = np.bincount(sub.label, minlength=data.n_classes).astype(float)
-            proba[orphan] = fill / fill.sum() if fill.sum() > 0 else 1.0 / data.n_classes
-        return proba
+        proba[orphan] = self._orphan_row
+        return proba, orphan
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        """The base's worker model on the answers of the workers kept by the fit.
+
+        On the training answers this is the fit's computation (same filtered answers, same
+        orphan rows), so it reproduces ``probas_`` when the base's ``predict_proba`` does.
+        """
+        keep = self._kept_workers[data.worker]
+        sub = data if keep.all() else data._select(keep)
+        if sub.n_labels == 0:
+            return np.tile(self._orphan_row, (data.n_tasks, 1))
+        return self._merge(data, sub, self.base_.predict_proba(sub))[0]

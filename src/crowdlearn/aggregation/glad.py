@@ -35,9 +35,12 @@ names, so the logits are two bincounts.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
@@ -174,7 +177,8 @@ class GLAD(BaseAggregator):
     default) and answers by unknown workers are ignored.
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, has_worker_model=True)
 
     def __init__(
         self,

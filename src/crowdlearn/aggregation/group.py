@@ -44,6 +44,7 @@ answered]`` and the effective ``confusions_[w, true, answered] = Gamma_g Pi_w``;
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 import numpy as np
@@ -52,6 +53,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, expected_skills, vote_fractions
 from .base import BaseAggregator
@@ -117,7 +119,8 @@ class GroupAwareDawidSkene(BaseAggregator):
     priors_ : Series, skills_ : Series
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, has_worker_model=True)
 
     def __init__(
         self,
@@ -159,28 +162,16 @@ class GroupAwareDawidSkene(BaseAggregator):
         k, n_w = data.n_classes, data.n_workers
         gcode = self._group_codes(data)
         n_g = int(gcode.max()) + 1
-        size = np.bincount(gcode, minlength=n_g)
-        alone = size[gcode] == 1  # per worker
-        # units = (task, group) pairs with at least one answer
-        key = data.task.astype(np.int64) * n_g + gcode[data.worker]
-        # ... except that every answer of a lone worker is its own unit: a worker who answers a
-        # task twice gives two reads, as in Dawid-Skene (with every worker alone the model is
-        # exactly DawidSkene, repeated answers included)
-        solo = alone[data.worker]
-        key[solo] = np.int64(data.n_tasks) * n_g + np.flatnonzero(solo)
-        _, first, unit = np.unique(key, return_index=True, return_inverse=True)
-        u_task, u_group = data.task[first].astype(np.int64), gcode[data.worker[first]]
-        n_u = len(first)
+        alone = np.bincount(gcode, minlength=n_g)[gcode] == 1  # per worker
+        unit, u_task, u_group = _units(data, gcode, n_g, alone)
+        n_u = len(u_task)
         need = 8.0 * (n_u + n_w) * k * k
         if need > 1e9:
             raise ValueError(
                 f"GroupAwareDawidSkene would need {n_u} (task, group) units x {k}^2 cells "
                 f"({need / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
             )
-        gather = sp.csr_matrix(
-            (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
-        )
-        to_task = sp.csr_matrix((np.ones(n_u), (u_task, np.arange(n_u))), shape=(data.n_tasks, n_u))
+        gather, to_task = _unit_maps(data, unit, u_task)
         # sparse sums for the M-step (np.add.at is ~10x slower at 10^6 answers)
         to_group = sp.csr_matrix((np.ones(n_u), (u_group, np.arange(n_u))), shape=(n_g, n_u))
         to_cell = sp.csr_matrix(  # answer -> (worker, answered) row
@@ -217,23 +208,7 @@ class GroupAwareDawidSkene(BaseAggregator):
             prior = post.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
             # ---- E-step
-            # Floored, not -inf: a worker alone in its group copies the group label exactly
-            # (identity fidelity), yet may answer one task twice with different labels
-            # (duchenne, zencrowd, trec2010 have such repeats). With the floor each of those
-            # answers is equally "a slip" (the unit's terms shift by a constant that cancels
-            # in the posterior) instead of making every group label impossible (NaN).
-            log_fid = np.log(np.maximum(fid, _TINY))
-            lz = gather @ log_fid[data.worker, :, data.label]  # (U, K over b)
-            log_gam = np.log(np.maximum(gam, _TINY))
-            terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b), finite (floored logs)
-            # log-sum-exp over b by hand: the shifted exponentials are reused for the joint
-            # below (scipy's logsumexp and a second exp cost 2x at 10^6 answers)
-            top = terms.max(axis=2, keepdims=True)
-            ratio = np.exp(terms - top, out=terms)
-            total = ratio.sum(axis=2, keepdims=True)
-            ratio /= total  # = exp(terms - msg): q(b | c) within the unit
-            msg = (top + np.log(total))[:, :, 0]  # (U, c)
-            logp = np.log(prior)[None, :] + to_task @ msg
+            logp, ratio = _log_posterior(data, gam, fid, prior, gather, to_task, u_group)
             if gold is not None:
                 logp[known] = np.where(eye[gold[known]] > 0, 0.0, -np.inf)
             norm = logsumexp(logp, axis=1, keepdims=True)
@@ -252,3 +227,63 @@ class GroupAwareDawidSkene(BaseAggregator):
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
         self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return post
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        """The E-step of the fitted model on ``data`` (workers coded as in the fit).
+
+        The same computation as the fit's last E-step, so on the training answers it returns
+        ``probas_`` of a fit without gold.
+        """
+        gcode = self.groups_.to_numpy()
+        n_g = self.group_confusions_.shape[0]
+        alone = np.bincount(gcode, minlength=n_g)[gcode] == 1
+        unit, u_task, u_group = _units(data, gcode, n_g, alone)
+        gather, to_task = _unit_maps(data, unit, u_task)
+        logp, _ = _log_posterior(data, self.group_confusions_, self.fidelity_,
+                                 self.priors_.to_numpy(), gather, to_task, u_group)
+        return np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+
+
+def _units(data: CrowdLabels, gcode: np.ndarray, n_g: int, alone: np.ndarray):
+    """The (task, group) units with at least one answer: (unit of each answer, task, group).
+
+    Every answer of a worker alone in its group is its own unit: a worker who answers a task
+    twice gives two reads, as in Dawid-Skene (with every worker alone the model is exactly
+    DawidSkene, repeated answers included).
+    """
+    key = data.task.astype(np.int64) * n_g + gcode[data.worker]
+    solo = alone[data.worker]
+    key[solo] = np.int64(data.n_tasks) * n_g + np.flatnonzero(solo)
+    _, first, unit = np.unique(key, return_index=True, return_inverse=True)
+    return unit, data.task[first].astype(np.int64), gcode[data.worker[first]]
+
+
+def _unit_maps(data: CrowdLabels, unit: np.ndarray, u_task: np.ndarray):
+    """Sparse sums answer -> unit (``gather``) and unit -> task (``to_task``)."""
+    n_u = len(u_task)
+    gather = sp.csr_matrix(
+        (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
+    )
+    to_task = sp.csr_matrix((np.ones(n_u), (u_task, np.arange(n_u))), shape=(data.n_tasks, n_u))
+    return gather, to_task
+
+
+def _log_posterior(data, gam, fid, prior, gather, to_task, u_group):
+    """Unnormalised ``log q_j(c)`` (N, K) and, per unit, ``q(b | c)`` (U, K, K) of the E-step."""
+    # Floored, not -inf: a worker alone in its group copies the group label exactly
+    # (identity fidelity), yet may answer one task twice with different labels
+    # (duchenne, zencrowd, trec2010 have such repeats). With the floor each of those
+    # answers is equally "a slip" (the unit's terms shift by a constant that cancels
+    # in the posterior) instead of making every group label impossible (NaN).
+    log_fid = np.log(np.maximum(fid, _TINY))
+    lz = gather @ log_fid[data.worker, :, data.label]  # (U, K over b)
+    log_gam = np.log(np.maximum(gam, _TINY))
+    terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b), finite (floored logs)
+    # log-sum-exp over b by hand: the shifted exponentials are reused for the joint
+    # (scipy's logsumexp and a second exp cost 2x at 10^6 answers)
+    top = terms.max(axis=2, keepdims=True)
+    ratio = np.exp(terms - top, out=terms)
+    total = ratio.sum(axis=2, keepdims=True)
+    ratio /= total  # = exp(terms - msg): q(b | c) within the unit
+    msg = (top + np.log(total))[:, :, 0]  # (U, c)
+    return np.log(prior)[None, :] + to_task @ msg, ratio

@@ -50,11 +50,13 @@ instead of a coin flip.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy.special import expit, softmax
-from sklearn.utils import check_random_state
 
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 
@@ -97,9 +99,12 @@ class KOS(BaseAggregator):
     confident value of that round) so workers are judged mostly on them, and clamp the output.
     """
 
-    #: the N(1, 1) start is drawn per answer, so renaming/reordering ids changes it: the
-    #: conformance suite then asks for the same labels, not identical posteriors
-    _invariance_atol = None
+    def __crowd_tags__(self) -> Tags:
+        # probas_ sum leave-one-out messages; predict_proba the full worker messages.
+        # the N(1, 1) start is drawn per answer, so renaming/reordering ids changes it:
+        # relabelled data is asked for the same labels, not identical posteriors
+        return dataclasses.replace(super().__crowd_tags__(), stochastic=True, has_worker_model=True,
+                                   predict_matches_fit=False)
 
     def __init__(self, n_iter: int = 10, tol: float = 1e-4, random_state: int | None = 0) -> None:
         self.n_iter = n_iter
@@ -131,7 +136,7 @@ class KOS(BaseAggregator):
             gold_x = _threshold_answers(np.maximum(gold, 0), k)
             gold_x[~known] = 0.0
             gold_edge = known[data.task]
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         y = rng.normal(1.0, 1.0, size=answers.shape)
         y = _unit_rms(y)
         x = np.zeros_like(y)

@@ -32,11 +32,13 @@ bincount over ``worker * K + label``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy.special import digamma, gammaln
-from sklearn.utils import check_random_state
 
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
 from ..core.stats import beta_expected_logs, clamp_to_gold, dirichlet_expected_log
@@ -124,10 +126,10 @@ class MACE(BaseAggregator):
     clamped during EM, which pins down the competence of the workers who answered them.
     """
 
-    _uses_init = True
-    #: random restarts depend on the order of workers and classes: the conformance suite
-    #: asks relabelled data for the same labels, not identical posteriors
-    _invariance_atol = None
+    def __crowd_tags__(self) -> Tags:
+        # random restarts depend on the order of workers and classes: relabelled data is asked
+        # for the same labels, not identical posteriors
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, stochastic=True, has_worker_model=True)
 
     def __init__(
         self,
@@ -183,7 +185,7 @@ class MACE(BaseAggregator):
         m, k = data.n_workers, data.n_classes
         self._smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         ctx = _Context(data, gold)
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         n_answers = max(data.n_labels, 1)
 
         best = None

@@ -8,6 +8,7 @@ one-coin log-odds weights learned against the consensus.  The vote statistics ar
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from ..core.base import Tags
 from ..core.stats import agreement_with, split_ties, vote_fractions, weighted_votes
 from .base import BaseAggregator
 
@@ -29,6 +31,11 @@ class MajorityVote(BaseAggregator):
     ``skills_`` is each worker's agreement with the majority.
     """
 
+    def __crowd_tags__(self) -> Tags:
+        # the worker model is "every worker is equally reliable": new answers are scored by
+        # their vote shares
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
+
     def __init__(self, random_state: int | None = 0) -> None:
         self.random_state = random_state
 
@@ -37,6 +44,9 @@ class MajorityVote(BaseAggregator):
         consensus = split_ties(proba)
         self.skills_ = pd.Series(agreement_with(data, consensus), index=data.workers, name="skill")
         return proba
+
+    def _predict_proba_codes(self, data):
+        return vote_fractions(data)
 
 
 class WeightedMajorityVote(BaseAggregator):
@@ -58,6 +68,9 @@ class WeightedMajorityVote(BaseAggregator):
     ``probas_``: with fixed weights, the weighted vote shares; with learned log-odds weights,
     the one-coin posterior ``softmax(sum of weights per class)``.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(
         self,

@@ -36,6 +36,8 @@ task (``tau = 0``): ``softmax_k(sigma_w[c, :])``; ``task_params_`` holds ``tau``
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
@@ -43,6 +45,7 @@ from scipy.optimize import minimize
 from scipy.special import log_softmax, logsumexp
 
 from ..core import kernels
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, expected_skills, soft_confusion_counts
 from .base import BaseAggregator
@@ -108,7 +111,8 @@ class MinimaxEntropy(BaseAggregator):
     solver_ : str, the optimiser used ("block" or "lbfgs")
     """
 
-    _uses_init = True
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, has_worker_model=True)
 
     def __init__(
         self,
@@ -277,3 +281,29 @@ class MinimaxEntropy(BaseAggregator):
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
         self.skills_ = pd.Series(expected_skills(conf, prior), index=data.workers, name="skill")
         return q
+
+    def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
+        """Posteriors under the fitted worker parameters, prior and task parameters.
+
+        A task seen in the fit keeps its fitted ``tau_j``; a new task is an average task
+        (``tau = 0``, the mean of the task prior).  The likelihood is computed as in the fit's
+        last E-step, so on the training answers this returns ``probas_`` of a fit without gold.
+        """
+        k, n_t, n = data.n_classes, data.n_tasks, data.n_labels
+        sig = self.worker_params_
+        tau = np.zeros((n_t, k, k))
+        seen = self.tasks_.get_indexer(data.tasks)
+        tau[seen >= 0] = self.task_params_[seen[seen >= 0]]
+        kern = kernels.compiled_kernels() if kernels.resolve_backend(self.backend, n) == "numba" else None
+        if self.solver_ == "block" and kern is None:
+            kern = kernels.compiled_kernels()
+        if kern is not None:
+            w_i, t_i, a_i = (np.ascontiguousarray(v, dtype=np.int64) for v in (data.worker, data.task, data.label))
+            loglik = np.zeros((n_t, k))
+            kern.minimax_task_loglik(w_i, t_i, a_i, np.ascontiguousarray(sig), tau, loglik)
+        else:
+            by_task = sp.csr_matrix((np.ones(n), (data.task, np.arange(n))), shape=(n_t, n))
+            lp = log_softmax(sig[data.worker] + tau[data.task], axis=2)
+            loglik = by_task @ lp[np.arange(n), :, data.label]
+        logq = np.log(self.priors_.to_numpy())[None, :] + loglik
+        return np.exp(logq - logsumexp(logq, axis=1, keepdims=True))

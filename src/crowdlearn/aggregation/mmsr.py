@@ -59,12 +59,14 @@ tasks x workers or (dense) workers x workers is allocated.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.special import softmax
-from sklearn.utils import check_random_state
 
+from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from ..core.stats import weighted_votes
 from .base import BaseAggregator
@@ -136,6 +138,9 @@ class MMSR(BaseAggregator):
     clamped in the output.
     """
 
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
+
     def __init__(
         self,
         n_iter: int = 100,
@@ -169,7 +174,7 @@ class MMSR(BaseAggregator):
         msr = _MSRFilter(indptr, indices, c, cnt, self.trim)
         connected = msr.deg > 0
 
-        rng = check_random_state(self.random_state)
+        rng = resolve_random_state(self.random_state)
         u = rng.uniform(size=m)
         v = rng.uniform(size=m)
         u[~connected] = 0.0

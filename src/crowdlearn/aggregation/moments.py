@@ -267,7 +267,6 @@ def _smoothed_columns(data: CrowdLabels, post: np.ndarray, alpha: float, diag_al
 class MomentThenEM(ConfusionAggregator):
     """Moment estimate of the confusions, MAP posteriors, then ``n_em_iter`` DS EM rounds."""
 
-    _uses_init = False
     #: above this many classes the moment step is skipped (fallback); see the subclasses
     _max_classes = 20
 

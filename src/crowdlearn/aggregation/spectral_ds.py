@@ -62,10 +62,13 @@ Departures from the reference (documented, all deliberate)
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
+from ..core.base import Tags, resolve_generator
 from ..core.data import CrowdLabels
 from ..core.stats import TINY, agreement_with, split_ties, vote_fractions
 from .moments import (
@@ -238,10 +241,13 @@ class SpectralDawidSkene(MomentThenEM):
         Log-likelihood after each E-step of the kept EM run.
     """
 
-    _invariance_atol = None  # groups depend on worker codes; restarts are random
     #: the tensor power method costs O(K^4 n_restarts n_power_iter) whatever the data size:
     #: ~1.5 s per fit at K = 20, ~15 s at K = 30
     _max_classes = 20
+
+    def __crowd_tags__(self) -> Tags:
+        # groups depend on worker codes; restarts are random
+        return dataclasses.replace(super().__crowd_tags__(), stochastic=True)
 
     def __init__(
         self,
@@ -280,7 +286,7 @@ class SpectralDawidSkene(MomentThenEM):
         inc = data.incidence()
         z = (inc @ sel).toarray()  # N x 3K: group one-hot sums per task
         views = [z[:, g * k:(g + 1) * k] for g in range(3)]
-        rng = np.random.default_rng(self.random_state)
+        rng = resolve_generator(self.random_state)
         c_mats, weights = [None] * 3, [None] * 3
         for a, b, c in ((1, 2, 0), (2, 0, 1), (0, 1, 2)):  # reference: SolveCFG(x2, x3, x1) ...
             c_mats[c], weights[c] = _solve_view(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
+from ..core.base import Tags
 from ..core.stats import agreement_with, split_ties, vote_fractions
 from .base import BaseAggregator
 
@@ -16,6 +19,9 @@ class Wawa(BaseAggregator):
     ``skills_[w]`` = fraction of w's answers equal to the majority vote; the final label is
     the vote weighted by those skills (as in Appen's "trust" scores and crowd-kit's Wawa).
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(self, random_state: int | None = 0) -> None:
         self.random_state = random_state

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
+from ..core.base import Tags
 from ..core.stats import agreement_with, split_ties, vote_fractions
 from .base import BaseAggregator
 
@@ -22,6 +25,9 @@ class ZeroBasedSkill(BaseAggregator):
     ``lr`` starts at ``lr_init`` and is multiplied by ``lr_reduce_factor`` every
     ``lr_steps_to_reduce`` rounds; the loop stops when no skill moves more than ``eps``.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def __init__(
         self,

@@ -22,28 +22,11 @@ the boundary.
 
 from __future__ import annotations
 
-from importlib import import_module
+from .. import registry
 
-__all__ = ["methods", "get_method", "make_classifier", "LEARNING_REGISTRY"]
+__all__ = ["methods", "get_method", "make_classifier"]
 
-#: short name -> "module:Class"; resolved lazily so that torch is imported on first use only
-LEARNING_REGISTRY: dict[str, str] = {
-    "maxmig": "crowdlearn.learning.maxmig:MaxMIG",
-    "coinnet": "crowdlearn.learning.coinnet:COINNet",
-    "raykar": "crowdlearn.learning.em_family:Raykar",
-    "aggnet": "crowdlearn.learning.em_family:AggNet",
-    "deepmf": "crowdlearn.learning.em_family:DeepMF",
-    "deepbp": "crowdlearn.learning.em_family:DeepBP",
-    "bayesdgc": "crowdlearn.learning.em_family:BayesDGC",
-    "two-stage": "crowdlearn.learning.two_stage:TwoStage",
-    "crowd-layer": "crowdlearn.learning.crowd_layer:CrowdLayer",
-    "conal": "crowdlearn.learning.crowd_layer:CoNAL",
-    "ccem": "crowdlearn.learning.ccem:CCEM",
-    "geocrowdnet-f": "crowdlearn.learning.ccem:GeoCrowdNetF",
-    "geocrowdnet-w": "crowdlearn.learning.ccem:GeoCrowdNetW",
-    "tracereg": "crowdlearn.learning.ccem:TraceReg",
-    "doctornet": "crowdlearn.learning.doctornet:DoctorNet",
-}
+_KIND = "learning"
 
 
 def make_classifier(method: str, **params):
@@ -52,22 +35,10 @@ def make_classifier(method: str, **params):
 
 
 def get_method(name: str):
-    """The learning estimator class registered under ``name``."""
-    try:
-        module, _, cls = LEARNING_REGISTRY[name].partition(":")
-    except KeyError:
-        raise ValueError(
-            f"unknown learning method {name!r}; known: {', '.join(sorted(LEARNING_REGISTRY))}"
-        ) from None
-    return getattr(import_module(module), cls)
+    """The learning estimator class registered under ``name`` in :mod:`crowdlearn.registry`."""
+    return registry.get_method(name, kind=_KIND)
 
 
 def methods() -> dict[str, type]:
     """All learning methods as {short name: class}; empty when torch is not installed."""
-    out = {}
-    for name in LEARNING_REGISTRY:
-        try:
-            out[name] = get_method(name)
-        except ImportError:
-            continue
-    return out
+    return registry.methods(kind=_KIND)

@@ -50,14 +50,16 @@ generator is left untouched).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 
+from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_seed
 from ..core.data import CrowdLabels
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
@@ -115,7 +117,7 @@ class ProgressBar(Callback):
         return False
 
 
-class CrowdClassifier(ClassifierMixin, BaseEstimator):
+class CrowdClassifier(ClassifierMixin, CrowdEstimator):
     """Base estimator: train a classifier ``f(x)`` from features and crowd labels.
 
     Parameters
@@ -179,6 +181,15 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _drop_last = False  # methods with batch-level statistics (log-det of F) set True
+
+    def __crowd_tags__(self) -> Tags:
+        # trains on item features; the seed drives initialisation and shuffling, so numbers
+        # change with the ids' order; fit takes no gold
+        return dataclasses.replace(super().__crowd_tags__(), kind="learning", requires_features=True,
+                                   accepts_gold=False, stochastic=True)
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "net_")
 
     def __init__(self, backbone=None, hidden=None, dropout=0.5, epochs=100, batch_size=64, lr=1e-3,
                  weight_decay=1e-4, optimizer="adam", validation_fraction=0.1, patience=10, refit=True,
@@ -245,7 +256,15 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ helpers
     def _seed(self) -> int:
-        return 0 if self.random_state is None else int(self.random_state)
+        """The integer seed of torch and of the shuffling generator for one fit.
+
+        An integer ``random_state`` is the seed itself; otherwise one seed is drawn (fresh
+        entropy for ``None``) at the
+        start of ``fit`` (:func:`~crowdlearn.core.base.resolve_seed`) and reused by the refit,
+        so one fit uses one seed.
+        """
+        seed = getattr(self, "_fit_seed", None)
+        return resolve_seed(self.random_state) if seed is None else seed
 
     def _new_backbone(self, n_features: int, n_classes: int):
         """A freshly initialised backbone (draws from torch's generator: seed it first)."""
@@ -313,7 +332,8 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         X = align_features(X, labels, task_index)
         data = labels
-        seed = self._seed()
+        self._fit_seed = None
+        self._fit_seed = seed = self._seed()
         self.device_ = resolve_device(self.device)
         self.mean_ = X.mean(0)
         sd = X.std(0)
@@ -329,7 +349,7 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
             Xt = self._to_tensor(X)
             self.net_ = self._new_backbone(X.shape[1], data.n_classes)
             post = self._fit_model(Xt, data)
-        del self._rng, self._t0
+        del self._rng, self._t0, self._fit_seed
         post = np.nan_to_num(np.asarray(post, dtype=float), nan=1.0 / data.n_classes)
         post = np.clip(post, 0.0, None)
         post /= post.sum(1, keepdims=True)
@@ -462,8 +482,7 @@ class CrowdClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of the trained classifier ``f(x)``, shape (n_samples, K), rows sum 1."""
-        if not hasattr(self, "net_"):
-            raise ValueError(f"{type(self).__name__} is not fitted yet; call fit first")
+        check_fitted(self)
         if isinstance(X, pd.DataFrame):
             X = X.to_numpy()
         X = check_features(X)

@@ -20,8 +20,11 @@ the answer distribution the layer predicts for a task whose network output is th
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ..core.base import Tags
 from .base import CrowdClassifier
 from .torch_utils import torch
 
@@ -140,10 +143,11 @@ class CoNAL(CrowdClassifier):
     row-softmax of ``ω̄_r W_c + (1 - ω̄_r) W_r`` (``[worker, true, answered]``: the answer
     distribution of a pure-class-j input at the worker's mean gate); ``common_confusion_`` = row
     softmax of ``W_c``.  The split between common and individual parts is not identified, so
-    the effective confusions are checked with a looser bound (``_confusion_tol``).
+    the effective confusions are checked with a looser bound (tag ``confusion_tol``).
     """
 
-    _confusion_tol = 0.3
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), confusion_tol=0.3)
 
     def __init__(self, lam=1e-5, embed=20, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,

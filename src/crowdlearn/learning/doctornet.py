@@ -21,9 +21,12 @@ output layers on the hidden representation constrained to a common K-dimensional
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
+from ..core.base import Tags
 from ..core.stats import soft_confusions
 from .base import CustomLoopClassifier
 from .numerics import batch_edges
@@ -102,9 +105,10 @@ class DoctorNet(CustomLoopClassifier):
     majority vote then train (``tests/test_learning.py``).
     """
 
-    #: the diagnostic ``confusions_`` inherit the classifier's errors (measured 0.276 on the
-    #: shared recovery check at 40 epochs, uniform guess 0.855)
-    _confusion_tol = 0.3
+    def __crowd_tags__(self) -> Tags:
+        # the diagnostic ``confusions_`` inherit the classifier's errors (measured 0.276 on
+        # the shared recovery check at 40 epochs, uniform guess 0.855)
+        return dataclasses.replace(super().__crowd_tags__(), confusion_tol=0.3)
 
     def __init__(self, weight_epochs=200, weight_lr=0.05, backbone=None, hidden=None, dropout=0.5,
                  epochs=100, batch_size=64, lr=1e-3, weight_decay=1e-4, standardize=True, device="cpu",

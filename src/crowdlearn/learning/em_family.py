@@ -34,8 +34,11 @@ a unary factor, no gradient) with a training step of the network on the posterio
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import answer_log_sum, dirichlet_expected_log, soft_confusions, vote_fractions
 from .base import CustomLoopClassifier
@@ -255,6 +258,11 @@ class DeepBP(_EMLearner):
     (full Dirichlet rows) is more accurate (benchmarks/learning.py: 73.9 vs 78.5 %).
     Its strength is the sparse, spammer-heavy binary regime of the paper.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        # a one-coin model recovers only the one-coin projection of asymmetric planted
+        # confusions (0.276 on the shared recovery check, uniform guess 0.855)
+        return dataclasses.replace(super().__crowd_tags__(), confusion_tol=0.3)
 
     def __init__(self, alpha=2.0, beta=1.0, clip=1.0, factor="quadrature", n_nodes=200,
                  bp_iter=100, bp_tol=0.03, backbone="mlp", hidden=128, dropout=0.5, lr=1e-3,

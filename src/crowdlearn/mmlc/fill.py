@@ -16,6 +16,7 @@ aggregator improves with it.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -24,6 +25,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..aggregation.base import BaseAggregator
+from ..core.base import Tags
 from ..benchmarking import gold_accuracy
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..registry import get_method
@@ -121,8 +123,8 @@ class MMLCFill(BaseAggregator):
         about 7, cifar10n about 120) ``fit`` warns.
     """
 
-    _requires_features = True
-    _invariance_atol = None
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), requires_features=True, stochastic=True)
 
     def __init__(self, base="ds", b="median", model=None, random_state=0):
         self.base = base

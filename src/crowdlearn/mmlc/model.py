@@ -25,15 +25,16 @@ torch is imported by this module only; ``import crowdlearn`` stays torch-free.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
-from sklearn.base import BaseEstimator
 from torch import nn
 
+from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_seed
 from ..core.data import CrowdLabels, as_crowd_labels
 
 __all__ = ["MMLC", "PRESETS"]
@@ -102,7 +103,7 @@ class _MMLCNet(nn.Module):
         return self.tower(torch.einsum("ebd,be->bd", f, proj))
 
 
-class MMLC(BaseEstimator):
+class MMLC(CrowdEstimator):
     """Mixture-of-experts model of every worker's answers (MMLC; Han et al., AAAI 2025).
 
     Parameters
@@ -133,7 +134,9 @@ class MMLC(BaseEstimator):
     standardize : bool
         z-score the features with the training mean/sd (needed for raw features such as
         LabelMe's, whose scale reaches 10^4).
-    random_state : int
+    random_state : int, RandomState, Generator or None
+        Seed of the initialisation and shuffling (:func:`~crowdlearn.core.base.resolve_seed`;
+        ``None`` = fresh entropy).
     device : str
 
     Attributes
@@ -145,6 +148,11 @@ class MMLC(BaseEstimator):
     history_ : list of float
         Mean training cross-entropy per epoch.
     """
+
+    def __crowd_tags__(self) -> Tags:
+        # a model of the answers given features; SGD on shuffled triples
+        return dataclasses.replace(super().__crowd_tags__(), kind="learning", requires_features=True,
+                                   accepts_gold=False, stochastic=True)
 
     def __init__(self, n_experts=None, expert_hidden=None, expert_out=None, gate="softmax", gate_hidden=None,
                  tower_hidden=(32,), tower_activation="relu", epochs=None, batch_size=None, lr=5e-3,
@@ -236,7 +244,7 @@ class MMLC(BaseEstimator):
         self.labels_per_worker_ = np.bincount(data.worker, minlength=data.n_workers)
         s = self._sizes(data, X.shape[1])
         self.n_experts_ = s["E"]
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = resolve_seed(self.random_state)
         rng = np.random.default_rng(seed)
         self.history_: list[float] = []
         with torch.random.fork_rng(devices=[]):
@@ -290,9 +298,8 @@ class MMLC(BaseEstimator):
         X = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
         return torch.as_tensor(X, dtype=torch.float32, device=torch.device(self.device or "cpu"))
 
-    def _check_fitted(self):
-        if not hasattr(self, "net_"):
-            raise RuntimeError("MMLC is not fitted yet; call fit first")
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "net_")
 
     def _features(self, X) -> np.ndarray:
         if isinstance(X, CrowdLabels):
@@ -313,7 +320,7 @@ class MMLC(BaseEstimator):
 
         ``projection`` may also be a worker id seen during fit (its own projection).
         """
-        self._check_fitted()
+        check_fitted(self)
         X = self._features(X)
         if not isinstance(projection, (np.ndarray, list, tuple, pd.Series)) and projection in self.workers_:
             projection = self.worker_projections_.loc[projection].to_numpy()
@@ -338,7 +345,7 @@ class MMLC(BaseEstimator):
         :meth:`predict_proba`).  The experts, the costly part of the network, run once over
         ``X`` instead of once per worker; only the mixing and the small tower run per worker.
         """
-        self._check_fitted()
+        check_fitted(self)
         X = self._features(X)
         g = np.asarray(projections, dtype=np.float64)
         if g.ndim != 2 or g.shape != (len(rows), self.n_experts_) or not np.all(np.isfinite(g)):

@@ -14,10 +14,13 @@ network (MMLC learns only from the crowd answers).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from sklearn.base import clone
 
 from ..aggregation.base import BaseAggregator
+from ..core.base import Tags, check_fitted
 from ..core.data import CrowdLabels
 from .oracle_estimators import ESTIMATORS, estimate_oracle
 
@@ -80,8 +83,9 @@ class MMLCOracle(BaseAggregator):
     worker_projections_ : DataFrame workers x E
     """
 
-    _requires_features = True
-    _invariance_atol = None  # SGD on shuffled triples: renaming ids changes the optimisation path
+    def __crowd_tags__(self) -> Tags:
+        # SGD on shuffled triples: renaming ids changes the optimisation path
+        return dataclasses.replace(super().__crowd_tags__(), requires_features=True, stochastic=True)
 
     def __init__(self, estimator="kde", bandwidth="scott", normalize="auto", model=None, random_state=0):
         self.estimator = estimator
@@ -104,8 +108,7 @@ class MMLCOracle(BaseAggregator):
 
     def find_oracle(self, estimator: str | None = None, bandwidth=None) -> np.ndarray:
         """The oracle vector under another estimator/bandwidth without refitting the network."""
-        if not hasattr(self, "model_"):
-            raise RuntimeError("MMLCOracle is not fitted yet; call fit first")
+        check_fitted(self, "model_")
         estimator = self.estimator if estimator is None else estimator
         bandwidth = self.bandwidth if bandwidth is None else bandwidth
         V = self.model_.worker_projections_.to_numpy()
