@@ -211,7 +211,7 @@ def test_random_state_none_leaves_the_global_generator_alone(crowd):
 
 
 def test_learner_seeds():
-    from crowdlearn.learning.synthetic import class_features
+    from crowdlearn.simulate import class_features
 
     data = simulate.dawid_skene(n_tasks=120, n_workers=6, n_classes=2, labels_per_task=3, seed=1)
     X, _ = class_features(data.truth, 2, n_features=4, seed=1)
