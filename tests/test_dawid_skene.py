@@ -242,3 +242,19 @@ def test_maximum_likelihood_em_never_lowers_the_likelihood_on_real_data(name):
         h = np.asarray(est.fit(data).history_)
         assert h.size == 40
         assert np.all(np.diff(h) >= -1e-9 * data.n_labels), (type(est).__name__, np.diff(h).min())
+
+
+@pytest.mark.parametrize("est", [OneCoinDawidSkene, ClassConditionalDawidSkene])
+@pytest.mark.parametrize("rows", [("000", "011", "101"), ("000", "000", "011"), ("111", "101", "000")])
+def test_coin_models_keep_unanimous_tasks_on_tiny_crowds(est, rows):
+    # three answers per worker: a symmetric prior alone pulls every skill to 0.5 (the label
+    # flip makes p = 0.5 a fixed point), and a unanimous task became a coin flip
+    df = pd.DataFrame(
+        [(t, w, int(c)) for t, r in enumerate(rows) for w, c in enumerate(r)],
+        columns=["task", "worker", "label"],
+    )
+    fit = est().fit(df)
+    assert (fit.skills_ > 0.55).all()
+    for t, r in enumerate(rows):
+        if len(set(r)) == 1:
+            assert fit.probas_.loc[t, int(r[0])] > 0.8
