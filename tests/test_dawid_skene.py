@@ -258,3 +258,22 @@ def test_coin_models_keep_unanimous_tasks_on_tiny_crowds(est, rows):
     for t, r in enumerate(rows):
         if len(set(r)) == 1:
             assert fit.probas_.loc[t, int(r[0])] > 0.8
+
+
+def test_small_fits_do_not_import_numba():
+    # the compiled loops only pay off from kernels.NUMBA_MIN_LABELS answers; importing numba
+    # costs 1-2 s, so a small "auto" fit must decide from the size before trying the import
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pandas as pd\n"
+        "from crowdlearn.registry import get_method\n"
+        "df = pd.DataFrame({'task': [0,0,0,1,1,1,2,2,2], 'worker': [0,1,2]*3,"
+        " 'label': [1,1,0,0,0,0,1,1,1]})\n"
+        "for name in ('ds', 'onecoin', 'ccds', 'minimax'):\n"
+        "    get_method(name)().fit(df)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
