@@ -46,7 +46,8 @@ def test_aggregate_parquet_and_custom_columns(tmp_path, capsys):
     [
         ("", "empty"),
         ("task,worker\n1,2\n", "missing column(s) ['label']"),
-        ("task,worker,label\n1,a,\n", "missing value in column 'label' at row 0"),
+        ("task,worker,label\n1,a,\n", "missing value in column 'label' at line 2"),
+        ("task,worker,label\n1,a,0\n2,b,0,9\n", "line 3"),
     ],
 )
 def test_bad_input_gives_one_line(tmp_path, capsys, content, message):
@@ -94,3 +95,34 @@ def test_aggregate_auto_says_what_it_chose(tmp_path, capsys):
     assert code == 0
     lines = err.strip().splitlines()
     assert len(lines) == 2 and lines[1].startswith("auto: chose '")
+
+
+def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
+    # one rule for files: line numbers of the file, header = line 1
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n2,a,1\n3,,1\n")
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2 and "at line 4" in err
+    from crowdlearn import CrowdLabels
+
+    with pytest.raises(ValueError, match="at line 4"):
+        CrowdLabels.from_csv(src)
+    # frames: row positions (0-based, as in df.iloc)
+    with pytest.raises(ValueError, match="at row position 2"):
+        CrowdLabels.from_frame(pd.read_csv(src, dtype=str))
+
+
+def test_gzip_named_csv_says_compressed(tmp_path, capsys):
+    import gzip
+
+    src = tmp_path / "in.csv"
+    src.write_bytes(gzip.compress(b"task,worker,label\n1,a,0\n"))
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2 and "looks compressed (gzip)" in err and "UTF-8" not in err
+
+
+def test_identical_column_roles_are_rejected(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n2,a,1\n")
+    code, _, err = run(["aggregate", str(src), "--task-col", "task", "--worker-col", "task"], capsys)
+    assert code == 2 and "task and worker" in err and "'task'" in err

@@ -62,11 +62,21 @@ def _make_estimator(name: str, seed: int | None, params: dict):
 def _cmd_aggregate(args) -> int:
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.io import read_table, write_table
+    from .core.io import detect_format, read_table, write_table
     from .report import posterior_table
 
     cols = (args.task_col, args.worker_col, args.label_col)
+    roles = ("task", "worker", "label")
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if cols[i] == cols[j]:
+                raise UsageError(
+                    f"{roles[i]} and {roles[j]} cannot both be column {cols[i]!r} "
+                    f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
+                )
     df = read_table(args.input, columns=cols)
+    # errors name file lines (header = line 1); Parquet has no lines: row positions
+    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
     truth = None
     if args.gold:
         gdf = read_table(args.gold)
@@ -77,7 +87,7 @@ def _cmd_aggregate(args) -> int:
         truth = gdf.set_index(tcol)[vcol]
         del gdf
     classes = args.classes.split(",") if args.classes else None
-    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth)
+    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
     has_gold = truth is not None
     del df, truth  # the string frames cost more memory than the fit itself at 10^7 rows
     est = _make_estimator(args.method, args.seed, _parse_params(args.param))

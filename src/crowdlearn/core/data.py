@@ -30,18 +30,31 @@ def _factorize(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, p
     return codes, pd.Index(uniques, name=what)
 
 
-def _row_list(mask: np.ndarray, limit: int = 5) -> str:
+def _row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
+    """Where the flagged rows are, for an error message.
+
+    One rule: a frame's rows are named by position (0-based, as ``df.iloc``); rows read from a
+    file (``first_line`` = the file line of the first row, 2 below a header) by file line
+    number, header = line 1, as the parsers' own messages do.
+    """
     rows = np.flatnonzero(mask)
+    plural = "s" if len(rows) > 1 else ""
+    if first_line is not None:
+        rows = rows + first_line
+        what = f"line{plural}"
+    else:
+        what = f"row position{plural}"
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
+    return f"{what} {shown}{more}"
 
 
 def _normalise_label_values(values: pd.Series) -> pd.Series:
     """Make 1.0 and 1 the same class: float columns with integral values become int64."""
     if pd.api.types.is_float_dtype(values.dtype):
-        finite = values.dropna()
-        if len(finite) and np.all(np.mod(finite.to_numpy(), 1) == 0):
+        finite = values.dropna().to_numpy()
+        # an inf label is a class of its own; checked first so np.mod never sees it
+        if len(finite) and np.isfinite(finite).all() and np.all(np.mod(finite, 1) == 0):
             out = values.astype("Int64")
             return out.astype(object).where(out.notna(), np.nan)
     return values
@@ -273,6 +286,7 @@ class CrowdLabels:
         features: np.ndarray | pd.DataFrame | None = None,
         duplicates: DuplicatePolicy = "keep",
         all_tasks: Iterable[Hashable] | None = None,
+        first_line: int | None = None,
     ) -> "CrowdLabels":
         """Build from a long DataFrame with one row per answer.
 
@@ -294,9 +308,28 @@ class CrowdLabels:
             What to do with repeated (task, worker) answers.
         all_tasks : iterable, optional
             Tasks to include even if they have no answer (they then get the class prior).
+        first_line : int, optional
+            For a frame read from a file: the file line of its first row (2 below a header).
+            Errors then name file lines (header = line 1) instead of row positions (0-based,
+            as ``df.iloc``), the default.
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"from_frame expects a pandas DataFrame, got {type(df).__name__}")
+        roles = {"task": task, "worker": worker, "label": label}
+        for i, (role_a, col_a) in enumerate(roles.items()):
+            for role_b, col_b in list(roles.items())[i + 1:]:
+                if col_a == col_b:
+                    raise ValueError(
+                        f"{role_a} and {role_b} cannot both be column {col_a!r}; "
+                        "each role needs its own column"
+                    )
+        for col in (task, worker, label):
+            count = int(np.sum(df.columns == col)) if col in df.columns else 0
+            if count > 1:
+                raise ValueError(
+                    f"column {col!r} appears {count} times in the table; rename or drop "
+                    "the extra one(s) so each role has exactly one column"
+                )
         missing = [c for c in (task, worker, label) if c not in df.columns]
         if missing:
             raise ValueError(
@@ -307,7 +340,7 @@ class CrowdLabels:
         for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():
-                raise ValueError(f"missing value in column '{col}' at {_row_list(bad)}")
+                raise ValueError(f"missing value in column '{col}' at {_row_list(bad, first_line)}")
         labels_col = _normalise_label_values(df[label])
 
         if duplicates not in ("keep", "last", "first", "error"):
@@ -316,11 +349,14 @@ class CrowdLabels:
             dup = df.duplicated([task, worker], keep=False if duplicates == "error" else duplicates)
             if duplicates == "error" and dup.any():
                 raise ValueError(
-                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy())}"
+                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy(), first_line)}"
                 )
             keep_rows = ~dup.to_numpy()
             df = df.loc[keep_rows]
             labels_col = labels_col.loc[keep_rows]
+            kept_at = np.flatnonzero(keep_rows)  # error messages name the rows as given
+        else:
+            kept_at = None
 
         truth_s = None
         if truth is not None:
@@ -340,7 +376,8 @@ class CrowdLabels:
                 first = labels_col.to_numpy()[bad][0]
                 raise ValueError(
                     f"label {first!r} is not one of the given classes "
-                    f"{list(class_index)[:10]} ({_row_list(bad)})"
+                    f"{list(class_index)[:10]} "
+                    f"({_row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
                 )
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
@@ -402,6 +439,7 @@ class CrowdLabels:
         from .io import read_table
 
         df = read_table(path, columns=(task, worker, label))
+        kwargs.setdefault("first_line", 2)
         return cls.from_frame(df, task, worker, label, classes, **kwargs)
 
     @classmethod
