@@ -75,3 +75,24 @@ def test_inf_label_gives_no_runtime_warning(bad):
         warnings.simplefilter("error")
         data = CrowdLabels.from_frame(df)
     assert data.n_classes == 3
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_default_parameters_pass_validation(method):
+    from crowdlearn.core.params import check_params
+    from crowdlearn.registry import get_method
+
+    check_params(get_method(method)())
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("tol", -1.0), ("tol", "abc"), ("max_iter", -3), ("max_iter", True), ("alpha", -5),
+     ("prior_alpha", float("inf")), ("diag_alpha", None)],
+)
+def test_fit_validates_parameters(name, value):
+    from crowdlearn import DawidSkene
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": [0, 0, 1, 1]})
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        DawidSkene(**{name: value}).fit(df)

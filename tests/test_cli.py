@@ -126,3 +126,32 @@ def test_identical_column_roles_are_rejected(tmp_path, capsys):
     src.write_text("task,worker,label\n1,a,0\n2,a,1\n")
     code, _, err = run(["aggregate", str(src), "--task-col", "task", "--worker-col", "task"], capsys)
     assert code == 2 and "task and worker" in err and "'task'" in err
+
+
+def test_param_values_are_parsed(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    rows = [(t, w, (t + (w == 3 and t % 3 == 0)) % 2) for t in range(30) for w in range(4)]
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(src, index=False)
+    # a comma list is a list (not a string read letter by letter)
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=mv,ds"], capsys)
+    assert code == 0, err
+    from crowdlearn.cli import build_parser, _parse_params
+
+    assert _parse_params(["candidates=ds,glad", "tol=1e-3", "max_iter=5", "fit_priors=false",
+                          "smoothing=none", "name=a b"]) == {
+        "candidates": ["ds", "glad"], "tol": 1e-3, "max_iter": 5, "fit_priors": False,
+        "smoothing": None, "name": "a b"}
+    assert build_parser() is not None
+
+
+@pytest.mark.parametrize(
+    "method, param, name",
+    [("ds", "tol=abc", "tol"), ("ds", "alpha=-5", "alpha"), ("glad", "max_iter=-1", "max_iter"),
+     ("kos", "n_iter=2.5", "n_iter"), ("onecoin", "prior_alpha=nan", "prior_alpha"),
+     ("mace", "smoothing=-1", "smoothing")],
+)
+def test_bad_param_values_are_one_clear_error(tmp_path, capsys, method, param, name):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n1,b,0\n2,a,1\n2,b,1\n")
+    code, _, err = run(["aggregate", str(src), "--method", method, "--param", param], capsys)
+    assert code == 2 and err.startswith(f"crowdlearn: error: {name} must be"), err

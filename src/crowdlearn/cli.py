@@ -19,26 +19,38 @@ class UsageError(ValueError):
     """Bad input detected by the CLI itself."""
 
 
+def _parse_value(text: str) -> object:
+    """One ``--param`` value: int, float, true/false, none, else the text itself."""
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _parse_params(pairs: list[str] | None) -> dict:
-    """``key=value`` strings to a dict; values parsed as int/float/bool/None when possible."""
+    """``key=value`` strings to a dict of parsed values.
+
+    A value is a number (``5``, ``1e-3``), a bool (``true``/``false``), ``none``, or text;
+    a value with a comma is a list of such items (``candidates=ds,glad``), for the parameters
+    that take a list.  The estimator checks the values when it is fitted.
+    """
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
             raise UsageError(f"--param expects key=value, got {pair!r}")
         key, value = pair.split("=", 1)
-        low = value.lower()
-        if low in ("true", "false"):
-            parsed: object = low == "true"
-        elif low == "none":
-            parsed = None
+        if "," in value:
+            parsed: object = [_parse_value(v) for v in value.split(",") if v.strip()]
         else:
-            try:
-                parsed = int(value)
-            except ValueError:
-                try:
-                    parsed = float(value)
-                except ValueError:
-                    parsed = value
+            parsed = _parse_value(value)
         out[key.strip()] = parsed
     return out
 

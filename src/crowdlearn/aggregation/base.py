@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.params import check_params
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame"]
 
@@ -105,6 +106,7 @@ class BaseAggregator(BaseEstimator):
             Initial posteriors for iterative methods (rows are normalised); ignored by
             closed-form methods.
         """
+        check_params(self)
         data = as_crowd_labels(labels)
         self._check_data(data)
         gold_codes = self._encode_gold(data, gold)
