@@ -155,3 +155,24 @@ def test_bad_param_values_are_one_clear_error(tmp_path, capsys, method, param, n
     src.write_text("task,worker,label\n1,a,0\n1,b,0\n2,a,1\n2,b,1\n")
     code, _, err = run(["aggregate", str(src), "--method", method, "--param", param], capsys)
     assert code == 2 and err.startswith(f"crowdlearn: error: {name} must be"), err
+
+
+def test_one_number_is_one_class_on_every_path(tmp_path, capsys):
+    # the same file through the CLI (text), CrowdLabels.from_csv (text) and pandas (numbers):
+    # "1" and "1.0" spell one number, so every path sees two classes with the same answers
+    from crowdlearn import CrowdLabels
+
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\na,w1,1\na,w2,1.0\nb,w1,0\nb,w2,0\nc,w1,1\nc,w2,0.0\n")
+    from_csv = CrowdLabels.from_csv(src)
+    from_pandas = CrowdLabels.from_frame(pd.read_csv(src))
+    assert from_csv.classes.tolist() == ["0", "1"]  # text as written, one spelling per class
+    assert from_pandas.classes.tolist() == [0, 1]
+    assert from_csv.label.tolist() == from_pandas.label.tolist()
+    out = tmp_path / "out.csv"
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--out", str(out)], capsys)
+    assert code == 0 and "2 classes" in err
+    assert list(pd.read_csv(out).columns) == ["task", "label", "confidence", "p_0", "p_1"]
+    # labels that are not all numbers keep their text; distinct numbers stay distinct
+    src.write_text("task,worker,label\na,w1,10\na,w2,2\nb,w1,x\nb,w2,007\nc,w1,7\n")
+    assert CrowdLabels.from_csv(src).classes.tolist() == ["10", "2", "7", "x"]

@@ -10,6 +10,7 @@ Memory is O(L + N*K); nothing of size tasks x workers is ever allocated.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 import numpy as np
@@ -60,6 +61,48 @@ def _normalise_label_values(values: pd.Series) -> pd.Series:
     return values
 
 
+def _number_key(value: Any) -> Decimal | None:
+    """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (str, int, float, np.integer, np.floating)):
+        try:
+            number = Decimal(value.strip() if isinstance(value, str) else str(value))
+        except (InvalidOperation, ValueError):
+            return None
+        return number if number.is_finite() else None
+    return None
+
+
+def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """One class per number: text labels spelling the same finite number become one class.
+
+    The class keeps the shortest spelling (then the first in sort order); the other classes
+    keep their order.  Nothing changes (same arrays returned) when no two labels coincide.
+    """
+    if len(index) < 2 or not (pd.api.types.is_object_dtype(index.dtype) or pd.api.types.is_string_dtype(index.dtype)):
+        return codes, index
+    values = index.to_numpy()
+    groups: dict[Decimal, list[int]] = {}
+    for pos, value in enumerate(values):
+        if isinstance(value, str):
+            key = _number_key(value)
+            if key is not None:
+                groups.setdefault(key, []).append(pos)
+    target = np.arange(len(values))
+    merged = False
+    for members in groups.values():
+        if len(members) > 1:
+            keep = min(members, key=lambda i: (len(values[i]), values[i]))
+            target[members] = keep
+            merged = True
+    if not merged:
+        return codes, index
+    kept = np.unique(target)
+    new_code = np.searchsorted(kept, target)
+    return new_code[codes], pd.Index(values[kept], name=index.name, dtype=index.dtype)
+
+
 class CrowdLabels:
     """Crowd answers as an immutable, integer-coded long table sorted by task.
 
@@ -77,6 +120,19 @@ class CrowdLabels:
 
     Notes
     -----
+    Labels: one number, one class.  Files are read as text (``CrowdLabels.from_csv``, the
+    ``crowdlearn`` command), so ids and labels stay as written (``007`` stays ``007``); a
+    DataFrame's labels are the values it holds.  On every path, labels that spell the same
+    finite number are one class: ``1``, ``1.0`` and ``1e0`` in a file are the class ``"1"``
+    (the shortest spelling), and in a float column 1.0 is the class ``1`` (integral floats
+    become ints).  So a file gives the same classes and the same answers whether it goes
+    through the CLI, ``from_csv`` or ``pandas.read_csv`` + :meth:`from_frame`; only the class
+    names' type differs (text from files, numbers from a numeric column).  Labels that are
+    not all numbers, or distinct numbers, are untouched.
+
+    Error messages locate rows by position in a frame (0-based, as ``df.iloc``: "row
+    position 3"), and by file line for files (header = line 1: "line 5").
+
     Repeated (task, worker) answers are kept by default: real data has them and they carry
     information.  Every task in ``tasks`` has at least one answer unless it was added
     explicitly through ``all_tasks`` (then its slice is empty and estimators return the
@@ -372,6 +428,17 @@ class CrowdLabels:
                 raise ValueError("classes contains duplicates")
             label_codes = class_index.get_indexer(labels_col)
             bad = label_codes < 0
+            if bad.any():  # one number, one class: "1.0" is the given class "1"
+                by_number = {}
+                for pos, value in enumerate(class_index):
+                    key = _number_key(value)
+                    if key is not None:
+                        by_number.setdefault(key, pos)
+                if by_number:
+                    uniq, inv = np.unique(labels_col.to_numpy()[bad].astype(str), return_inverse=True)
+                    found = np.array([by_number.get(_number_key(u), -1) for u in uniq])
+                    label_codes[bad] = found[inv]
+                    bad = label_codes < 0
             if bad.any():
                 first = labels_col.to_numpy()[bad][0]
                 raise ValueError(
@@ -382,6 +449,7 @@ class CrowdLabels:
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
             pool_codes, class_index = _factorize(pool, "class")
+            pool_codes, class_index = _merge_number_spellings(pool_codes, class_index)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:
