@@ -135,6 +135,8 @@ def test_param_values_are_parsed(tmp_path, capsys):
     # a comma list is a list (not a string read letter by letter)
     code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=mv,ds"], capsys)
     assert code == 0, err
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=ds"], capsys)
+    assert code == 0, err
     from crowdlearn.cli import build_parser, _parse_params
 
     assert _parse_params(["candidates=ds,glad", "tol=1e-3", "max_iter=5", "fit_priors=false",
