@@ -319,6 +319,12 @@ class MinimaxEntropy(BaseAggregator):
         lw, lt = self._lambdas(data)
         if not np.isfinite(self.diag_prior) or self.diag_prior < 0:
             raise ValueError(f"diag_prior must be finite and >= 0, got {self.diag_prior!r}")
+        if (n_w + n_t) * k * k > self.max_cells:
+            raise ValueError(
+                f"MinimaxEntropy keeps a {k} x {k} parameter per worker and per task: "
+                f"({n_w} + {n_t}) x {k}^2 = {(n_w + n_t) * k * k:,} cells "
+                f"(max_cells={self.max_cells:,}); use 'mv', 'wawa' or 'ds', or raise max_cells"
+            )
         w_of, t_of, a_of = data.worker, data.task, data.label
         d_log_k = self.diag_prior * np.log(k)
         base_lse = np.log(k - 1 + np.exp(d_log_k))  # log-normaliser of a centre row
@@ -340,6 +346,8 @@ class MinimaxEntropy(BaseAggregator):
         prior = np.full(k, 1.0 / k)
         previous = -np.inf
         self.converged_ = False
+        was_s = np.zeros(n_w * k, bool)  # rows away from their optimum of the last round
+        was_t = np.zeros(n_t * k, bool)
         for _ in range(self.max_iter):
             prior = q.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
@@ -361,9 +369,11 @@ class MinimaxEntropy(BaseAggregator):
             active_s[rows_s] = True
             active_t = np.zeros(n_t * k, bool)
             active_t[rows_t] = True
-            sig[~active_s] = 0.0
-            sig[np.flatnonzero(~active_s), np.flatnonzero(~active_s) % k] = d_log_k
-            tau[~active_t] = 0.0
+            gone = np.flatnonzero(was_s & ~active_s)
+            sig[gone] = 0.0
+            sig[gone, gone % k] = d_log_k
+            tau[was_t & ~active_t] = 0.0
+            was_s, was_t = active_s, active_t
             centre = np.zeros((rows_s.size, k))
             centre[np.arange(rows_s.size), rows_s % k] = d_log_k
             n_s = rows_s.size * k
