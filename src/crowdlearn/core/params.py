@@ -64,9 +64,12 @@ def _problem(name: str, value: Any) -> str | None:
         else:
             ok = _is_number(value) and math.isfinite(value) and value >= 0 and float(value).is_integer()
         return None if ok else "a whole number >= 0"
-    if name in TOLERANCES or name in PSEUDO_COUNTS:
+    if name in TOLERANCES:
         ok = _is_number(value) and math.isfinite(value) and value >= 0
         return None if ok else "a finite number >= 0"
+    if name in PSEUDO_COUNTS:
+        ok = _is_number(value) and math.isfinite(value) and value >= 0
+        return None if ok else "a finite number >= 0 (a Dirichlet/Beta pseudo-count)"
     if name in POSITIVE:
         ok = _is_number(value) and math.isfinite(value) and value > 0
         return None if ok else "a finite number > 0"
