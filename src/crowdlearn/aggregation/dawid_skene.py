@@ -240,8 +240,8 @@ class OneCoinDawidSkene(DawidSkene):
     Why the extra count: relabelling the classes by a permutation while reflecting every
     ``p_w`` leaves the likelihood unchanged, so the uninformative point (``p_w = 1/2`` for
     K = 2, posteriors = class prior) is a fixed point of EM, and a symmetric prior alone pulls
-    towards it.  With a few answers per worker (a 3 x 3 crowd) EM ended there and a unanimous
-    task became a coin flip; with ``diag_alpha > 0`` an uninformative posterior still gives
+    towards it.  With a few answers per worker (a 3 x 3 crowd) EM ends there and a unanimous
+    task becomes a coin flip; with ``diag_alpha > 0`` an uninformative posterior still gives
     ``p_w > 1/2``, so the answers carry evidence again.  With many answers per worker the
     pseudo-count is negligible.
     """

@@ -105,9 +105,9 @@ class MinimaxEntropy(BaseAggregator):
         classes on, ``"auto"`` is ``"sparse"``: posteriors below ``SPARSE_Q_FLOOR`` (1e-3)
         count as zero in the M-step, so only the worker and task rows they reach are
         optimised (every other row sits at its exact optimum, the penalty's centre); see
-        :meth:`_fit_sparse`.  At 133 classes and 178 answers this took a fit from about a
-        minute (dense L-BFGS over (W + N) K^2 numbers) to seconds; on 3 classes it reaches
-        the joint solver's labels and objective to 0.1%.
+        :meth:`_fit_sparse`.  The dense solvers carry (W + N) K^2 numbers, which makes them
+        slow at many classes; on 3 classes the sparse one reaches the joint solver's labels
+        and objective to 0.1% (tests/test_minimax.py).
     random_state : int
         Tie-breaking seed.
 
@@ -318,7 +318,7 @@ class MinimaxEntropy(BaseAggregator):
         likelihood under a class with both rows inactive is the closed form
         ``centre[c, a] - log(K - 1 + K^d)``.  One round costs O(pairs x K) instead of
         O(answers x K^2) and the optimiser carries (active rows x K) numbers instead of
-        (W + N) K^2, which is what made the dense solvers crawl at a hundred classes.
+        (W + N) K^2.
         The start is the unsmoothed vote fractions, so the first M-step is sparse too.
         """
         k, n_w, n_t, n = data.n_classes, data.n_workers, data.n_tasks, data.n_labels
