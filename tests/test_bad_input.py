@@ -46,3 +46,53 @@ def test_awkward_input(tmp_path, capsys, method, case):
         assert code == 2 and err.startswith("crowdlearn: error: ") and err.count("\n") == 1
         # methods that need item features must say so (CLI input here has none)
         assert case in ("ten_thousand_classes",) or "binary" in err or "features" in err, err
+
+
+def test_two_label_columns_is_a_clear_error():
+    from crowdlearn import CrowdLabels
+
+    df = pd.DataFrame([[1, "a", 0, 1], [2, "b", 1, 1]], columns=["task", "worker", "label", "label"])
+    with pytest.raises(ValueError, match="column 'label' appears 2 times"):
+        CrowdLabels.from_frame(df)
+
+
+def test_same_column_for_two_roles_is_a_clear_error():
+    from crowdlearn import CrowdLabels
+
+    df = pd.DataFrame({"task": [1, 2], "worker": ["a", "b"], "label": [0, 1]})
+    with pytest.raises(ValueError, match="task and worker"):
+        CrowdLabels.from_frame(df, task="task", worker="task")
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_inf_label_gives_no_runtime_warning(bad):
+    import warnings
+
+    from crowdlearn import CrowdLabels
+
+    df = pd.DataFrame({"task": [1, 1, 2], "worker": ["a", "b", "a"], "label": [1.0, bad, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        data = CrowdLabels.from_frame(df)
+    assert data.n_classes == 3
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_default_parameters_pass_validation(method):
+    from crowdlearn.core.params import check_params
+    from crowdlearn.registry import get_method
+
+    check_params(get_method(method)())
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("tol", -1.0), ("tol", "abc"), ("max_iter", -3), ("max_iter", True), ("alpha", -5),
+     ("prior_alpha", float("inf")), ("diag_alpha", None)],
+)
+def test_fit_validates_parameters(name, value):
+    from crowdlearn import DawidSkene
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": [0, 0, 1, 1]})
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        DawidSkene(**{name: value}).fit(df)

@@ -46,7 +46,8 @@ def test_aggregate_parquet_and_custom_columns(tmp_path, capsys):
     [
         ("", "empty"),
         ("task,worker\n1,2\n", "missing column(s) ['label']"),
-        ("task,worker,label\n1,a,\n", "missing value in column 'label' at row 0"),
+        ("task,worker,label\n1,a,\n", "missing value in column 'label' at line 2"),
+        ("task,worker,label\n1,a,0\n2,b,0,9\n", "line 3"),
     ],
 )
 def test_bad_input_gives_one_line(tmp_path, capsys, content, message):
@@ -94,3 +95,86 @@ def test_aggregate_auto_says_what_it_chose(tmp_path, capsys):
     assert code == 0
     lines = err.strip().splitlines()
     assert len(lines) == 2 and lines[1].startswith("auto: chose '")
+
+
+def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
+    # one rule for files: line numbers of the file, header = line 1
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n2,a,1\n3,,1\n")
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2 and "at line 4" in err
+    from crowdlearn import CrowdLabels
+
+    with pytest.raises(ValueError, match="at line 4"):
+        CrowdLabels.from_csv(src)
+    # frames: row positions (0-based, as in df.iloc)
+    with pytest.raises(ValueError, match="at row position 2"):
+        CrowdLabels.from_frame(pd.read_csv(src, dtype=str))
+
+
+def test_gzip_named_csv_says_compressed(tmp_path, capsys):
+    import gzip
+
+    src = tmp_path / "in.csv"
+    src.write_bytes(gzip.compress(b"task,worker,label\n1,a,0\n"))
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2 and "looks compressed (gzip)" in err and "UTF-8" not in err
+
+
+def test_identical_column_roles_are_rejected(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n2,a,1\n")
+    code, _, err = run(["aggregate", str(src), "--task-col", "task", "--worker-col", "task"], capsys)
+    assert code == 2 and "task and worker" in err and "'task'" in err
+
+
+def test_param_values_are_parsed(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    rows = [(t, w, (t + (w == 3 and t % 3 == 0)) % 2) for t in range(30) for w in range(4)]
+    pd.DataFrame(rows, columns=["task", "worker", "label"]).to_csv(src, index=False)
+    # a comma list is a list (not a string read letter by letter)
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=mv,ds"], capsys)
+    assert code == 0, err
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=ds"], capsys)
+    assert code == 0, err
+    from crowdlearn.cli import build_parser, _parse_params
+
+    assert _parse_params(["candidates=ds,glad", "tol=1e-3", "max_iter=5", "fit_priors=false",
+                          "smoothing=none", "name=a b"]) == {
+        "candidates": ["ds", "glad"], "tol": 1e-3, "max_iter": 5, "fit_priors": False,
+        "smoothing": None, "name": "a b"}
+    assert build_parser() is not None
+
+
+@pytest.mark.parametrize(
+    "method, param, name",
+    [("ds", "tol=abc", "tol"), ("ds", "alpha=-5", "alpha"), ("glad", "max_iter=-1", "max_iter"),
+     ("kos", "n_iter=2.5", "n_iter"), ("onecoin", "prior_alpha=nan", "prior_alpha"),
+     ("mace", "smoothing=-1", "smoothing")],
+)
+def test_bad_param_values_are_one_clear_error(tmp_path, capsys, method, param, name):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n1,b,0\n2,a,1\n2,b,1\n")
+    code, _, err = run(["aggregate", str(src), "--method", method, "--param", param], capsys)
+    assert code == 2 and err.startswith(f"crowdlearn: error: {name} must be"), err
+
+
+def test_one_number_is_one_class_on_every_path(tmp_path, capsys):
+    # the same file through the CLI (text), CrowdLabels.from_csv (text) and pandas (numbers):
+    # "1" and "1.0" spell one number, so every path sees two classes with the same answers
+    from crowdlearn import CrowdLabels
+
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\na,w1,1\na,w2,1.0\nb,w1,0\nb,w2,0\nc,w1,1\nc,w2,0.0\n")
+    from_csv = CrowdLabels.from_csv(src)
+    from_pandas = CrowdLabels.from_frame(pd.read_csv(src))
+    assert from_csv.classes.tolist() == ["0", "1"]  # text as written, one spelling per class
+    assert from_pandas.classes.tolist() == [0, 1]
+    assert from_csv.label.tolist() == from_pandas.label.tolist()
+    out = tmp_path / "out.csv"
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--out", str(out)], capsys)
+    assert code == 0 and "2 classes" in err
+    assert list(pd.read_csv(out).columns) == ["task", "label", "confidence", "p_0", "p_1"]
+    # labels that are not all numbers keep their text; distinct numbers stay distinct
+    src.write_text("task,worker,label\na,w1,10\na,w2,2\nb,w1,x\nb,w2,007\nc,w1,7\n")
+    assert CrowdLabels.from_csv(src).classes.tolist() == ["10", "2", "7", "x"]

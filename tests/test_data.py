@@ -49,7 +49,7 @@ def test_classes_given_and_violated():
 def test_nan_and_missing_columns_are_named(col):
     df = frame()
     df.loc[2, col] = None
-    with pytest.raises(ValueError, match=f"column '{col}' at row 2"):
+    with pytest.raises(ValueError, match=f"column '{col}' at row position 2"):
         CrowdLabels.from_frame(df)
     with pytest.raises(ValueError, match="missing column"):
         CrowdLabels.from_frame(frame().drop(columns=[col]))

@@ -242,3 +242,38 @@ def test_maximum_likelihood_em_never_lowers_the_likelihood_on_real_data(name):
         h = np.asarray(est.fit(data).history_)
         assert h.size == 40
         assert np.all(np.diff(h) >= -1e-9 * data.n_labels), (type(est).__name__, np.diff(h).min())
+
+
+@pytest.mark.parametrize("est", [OneCoinDawidSkene, ClassConditionalDawidSkene])
+@pytest.mark.parametrize("rows", [("000", "011", "101"), ("000", "000", "011"), ("111", "101", "000")])
+def test_coin_models_keep_unanimous_tasks_on_tiny_crowds(est, rows):
+    # three answers per worker: a symmetric prior alone pulls every skill to 0.5 (the label
+    # flip makes p = 0.5 a fixed point), and a unanimous task became a coin flip
+    df = pd.DataFrame(
+        [(t, w, int(c)) for t, r in enumerate(rows) for w, c in enumerate(r)],
+        columns=["task", "worker", "label"],
+    )
+    fit = est().fit(df)
+    assert (fit.skills_ > 0.55).all()
+    for t, r in enumerate(rows):
+        if len(set(r)) == 1:
+            assert fit.probas_.loc[t, int(r[0])] > 0.8
+
+
+def test_small_fits_do_not_import_numba():
+    # the compiled loops only pay off from kernels.NUMBA_MIN_LABELS answers; importing numba
+    # costs 1-2 s, so a small "auto" fit must decide from the size before trying the import
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pandas as pd\n"
+        "from crowdlearn.registry import get_method\n"
+        "df = pd.DataFrame({'task': [0,0,0,1,1,1,2,2,2], 'worker': [0,1,2]*3,"
+        " 'label': [1,1,0,0,0,0,1,1,1]})\n"
+        "for name in ('ds', 'onecoin', 'ccds', 'minimax'):\n"
+        "    get_method(name)().fit(df)\n"
+        "print('numba' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

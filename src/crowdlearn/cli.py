@@ -19,26 +19,38 @@ class UsageError(ValueError):
     """Bad input detected by the CLI itself."""
 
 
+def _parse_value(text: str) -> object:
+    """One ``--param`` value: int, float, true/false, none, else the text itself."""
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _parse_params(pairs: list[str] | None) -> dict:
-    """``key=value`` strings to a dict; values parsed as int/float/bool/None when possible."""
+    """``key=value`` strings to a dict of parsed values.
+
+    A value is a number (``5``, ``1e-3``), a bool (``true``/``false``), ``none``, or text;
+    a value with a comma is a list of such items (``candidates=ds,glad``), for the parameters
+    that take a list.  The estimator checks the values when it is fitted.
+    """
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
             raise UsageError(f"--param expects key=value, got {pair!r}")
         key, value = pair.split("=", 1)
-        low = value.lower()
-        if low in ("true", "false"):
-            parsed: object = low == "true"
-        elif low == "none":
-            parsed = None
+        if "," in value:
+            parsed: object = [_parse_value(v) for v in value.split(",") if v.strip()]
         else:
-            try:
-                parsed = int(value)
-            except ValueError:
-                try:
-                    parsed = float(value)
-                except ValueError:
-                    parsed = value
+            parsed = _parse_value(value)
         out[key.strip()] = parsed
     return out
 
@@ -68,11 +80,21 @@ def _make_estimator(name: str, seed: int | None, params: dict):
 def _cmd_aggregate(args) -> int:
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.io import read_table, write_table
+    from .core.io import detect_format, read_table, write_table
     from .report import posterior_table
 
     cols = (args.task_col, args.worker_col, args.label_col)
+    roles = ("task", "worker", "label")
+    for i in range(3):
+        for j in range(i + 1, 3):
+            if cols[i] == cols[j]:
+                raise UsageError(
+                    f"{roles[i]} and {roles[j]} cannot both be column {cols[i]!r} "
+                    f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
+                )
     df = read_table(args.input, columns=cols)
+    # errors name file lines (header = line 1); Parquet has no lines: row positions
+    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
     truth = None
     if args.gold:
         gdf = read_table(args.gold)
@@ -83,7 +105,7 @@ def _cmd_aggregate(args) -> int:
         truth = gdf.set_index(tcol)[vcol]
         del gdf
     classes = args.classes.split(",") if args.classes else None
-    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth)
+    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
     has_gold = truth is not None
     del df, truth  # the string frames cost more memory than the fit itself at 10^7 rows
     est = _make_estimator(args.method, args.seed, _parse_params(args.param))

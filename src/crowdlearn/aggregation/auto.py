@@ -273,7 +273,9 @@ class AutoAggregator(BaseAggregator):
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         if not 0.0 < self.holdout < 1.0:
             raise ValueError(f"holdout must lie in (0, 1), got {self.holdout!r}")
-        if self.candidates is not None:
+        if isinstance(self.candidates, str):  # one method name, not a sequence of letters
+            cands = [self.candidates]
+        elif self.candidates is not None:
             cands = list(self.candidates)
         elif data.n_classes > MANY_CLASSES:
             cands = list(MANY_CLASS_CANDIDATES)

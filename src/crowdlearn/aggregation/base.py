@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.params import check_params
 from ..core.stats import clamp_to_gold
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame",
@@ -201,6 +202,7 @@ class BaseAggregator(CrowdEstimator):
             Initial posteriors for iterative methods (rows are normalised); ignored by
             closed-form methods.
         """
+        check_params(self)
         data = as_crowd_labels(labels)
         self._check_data(data)
         gold_codes = _encode_gold(data, gold)

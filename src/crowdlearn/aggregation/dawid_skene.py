@@ -237,7 +237,16 @@ class OneCoinDawidSkene(DawidSkene):
     ``confusions_[w] = p_w I + (1 - p_w) / (K - 1) (11^T - I)``; the M-step is
     ``p_w = (correct_w + alpha_c) / (answers_w + alpha_c + alpha_e)`` with ``correct_w`` the
     posterior mass on w's answers.  ``alpha`` here is the pseudo-count for each of "right"
-    and "wrong" (a symmetric Beta prior on ``p_w``).
+    and "wrong" (a symmetric Beta prior on ``p_w``) and ``diag_alpha`` (default 1) an extra
+    pseudo-count on "right": the prior belief that workers beat chance.
+
+    Why the extra count: relabelling the classes by a permutation while reflecting every
+    ``p_w`` leaves the likelihood unchanged, so the uninformative point (``p_w = 1/2`` for
+    K = 2, posteriors = class prior) is a fixed point of EM, and a symmetric prior alone pulls
+    towards it.  With a few answers per worker (a 3 x 3 crowd) EM ends there and a unanimous
+    task becomes a coin flip; with ``diag_alpha > 0`` an uninformative posterior still gives
+    ``p_w > 1/2``, so the answers carry evidence again.  With many answers per worker the
+    pseudo-count is negligible.
     """
 
     def __init__(
@@ -245,7 +254,7 @@ class OneCoinDawidSkene(DawidSkene):
         max_iter: int = 100,
         tol: float = 1e-7,
         alpha: float = 1.0,
-        diag_alpha: float = 0.0,
+        diag_alpha: float = 1.0,
         prior_alpha: float = 1.0,
         backend: str = "auto",
         random_state: int | None = 0,
@@ -267,7 +276,10 @@ class ClassConditionalDawidSkene(DawidSkene):
 
     ``confusions_[w, j, j] = p_{w,j}``, the remaining mass spread evenly over the other
     classes.  Sits between one-coin (too rigid) and full DS (too many parameters on sparse
-    workers).
+    workers).  M-step: ``p_{w,j} = (correct_{w,j} + alpha + diag_alpha) / (answers_{w,j} +
+    2 alpha + diag_alpha)`` with ``answers_{w,j}`` the posterior mass of class ``j`` on w's
+    tasks; ``diag_alpha`` (default 1) keeps sparse accuracies above chance, as explained in
+    :class:`OneCoinDawidSkene` (each ``p_{w,j}`` sees even fewer answers than ``p_w``).
     """
 
     def __init__(
@@ -275,7 +287,7 @@ class ClassConditionalDawidSkene(DawidSkene):
         max_iter: int = 100,
         tol: float = 1e-7,
         alpha: float = 1.0,
-        diag_alpha: float = 0.0,
+        diag_alpha: float = 1.0,
         prior_alpha: float = 1.0,
         backend: str = "auto",
         random_state: int | None = 0,

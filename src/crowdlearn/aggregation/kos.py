@@ -41,6 +41,12 @@ KOS outputs a score, not a posterior.  For each binary problem ``l``:
 The scaling never changes a label (``kappa > 0``); the clip keeps binary posteriors inside
 [2e-9, 1 - 2e-9].  Tasks without answers get the uniform distribution.
 
+Orientation: negating every message gives another fixed point (all labels reversed, all
+workers adversarial), and on small graphs the iteration can drift to it.  Without gold, each
+binary problem's messages are oriented so that the signs of the task scores agree with the
+vote ``sum_m A_{nm}`` (``sum_n vote_n sign(z_n) >= 0``): the crowd as a whole is assumed better than chance, the same assumption
+as the paper's ``y ~ N(1, 1)`` start.  With gold, the gold messages fix the sign.
+
 No information, no message: when a task's score is exactly zero because nothing reached it
 (e.g. its only answers come from a worker who shares no task with anybody, or there is a single
 worker), its threshold log-odds fall back to the vote ``sum_m A_{nm}`` times the average
@@ -157,6 +163,15 @@ class KOS(BaseAggregator):
                 break
         if self.n_iter == 0:
             x = _leave_one_out(answers, y, data.task, n)
+        if gold_x is None:
+            # the messages are defined up to one global sign per binary problem (negating x
+            # and y is another fixed point); orient them so the task scores agree with the
+            # vote, i.e. the crowd as a whole is taken to be better than chance
+            votes = _group_sums(answers, data.task, n)
+            agreement = np.sum(votes * np.sign(_group_sums(answers * y, data.task, n)), axis=0)
+            flip = np.where(agreement < 0, -1.0, 1.0)
+            x = x * flip
+            y = y * flip
 
         # worker reliabilities: full messages and their [-1, 1] normalisation
         full_y = _group_sums(answers * x, data.worker, m)

@@ -10,6 +10,7 @@ Memory is O(L + N*K); nothing of size tasks x workers is ever allocated.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 import numpy as np
@@ -30,21 +31,76 @@ def _factorize(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, p
     return codes, pd.Index(uniques, name=what)
 
 
-def _row_list(mask: np.ndarray, limit: int = 5) -> str:
+def _row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
+    """Where the flagged rows are, for an error message.
+
+    One rule: a frame's rows are named by position (0-based, as ``df.iloc``); rows read from a
+    file (``first_line`` = the file line of the first row, 2 below a header) by file line
+    number, header = line 1, as the parsers' own messages do.
+    """
     rows = np.flatnonzero(mask)
+    plural = "s" if len(rows) > 1 else ""
+    if first_line is not None:
+        rows = rows + first_line
+        what = f"line{plural}"
+    else:
+        what = f"row position{plural}"
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-    return f"row{'s' if len(rows) > 1 else ''} {shown}{more}"
+    return f"{what} {shown}{more}"
 
 
 def _normalise_label_values(values: pd.Series) -> pd.Series:
     """Make 1.0 and 1 the same class: float columns with integral values become int64."""
     if pd.api.types.is_float_dtype(values.dtype):
-        finite = values.dropna()
-        if len(finite) and np.all(np.mod(finite.to_numpy(), 1) == 0):
+        finite = values.dropna().to_numpy()
+        # an inf label is a class of its own; checked first so np.mod never sees it
+        if len(finite) and np.isfinite(finite).all() and np.all(np.mod(finite, 1) == 0):
             out = values.astype("Int64")
             return out.astype(object).where(out.notna(), np.nan)
     return values
+
+
+def _number_key(value: Any) -> Decimal | None:
+    """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (str, int, float, np.integer, np.floating)):
+        try:
+            number = Decimal(value.strip() if isinstance(value, str) else str(value))
+        except (InvalidOperation, ValueError):
+            return None
+        return number if number.is_finite() else None
+    return None
+
+
+def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """One class per number: text labels spelling the same finite number become one class.
+
+    The class keeps the shortest spelling (then the first in sort order); the other classes
+    keep their order.  Nothing changes (same arrays returned) when no two labels coincide.
+    """
+    if len(index) < 2 or not (pd.api.types.is_object_dtype(index.dtype) or pd.api.types.is_string_dtype(index.dtype)):
+        return codes, index
+    values = index.to_numpy()
+    groups: dict[Decimal, list[int]] = {}
+    for pos, value in enumerate(values):
+        if isinstance(value, str):
+            key = _number_key(value)
+            if key is not None:
+                groups.setdefault(key, []).append(pos)
+    target = np.arange(len(values))
+    merged = False
+    for members in groups.values():
+        if len(members) > 1:
+            keep = min(members, key=lambda i: (len(values[i]), values[i]))
+            target[members] = keep
+            merged = True
+    if not merged:
+        return codes, index
+    kept = np.unique(target)
+    new_code = np.searchsorted(kept, target)
+    return new_code[codes], pd.Index(values[kept], name=index.name, dtype=index.dtype)
 
 
 class CrowdLabels:
@@ -64,6 +120,19 @@ class CrowdLabels:
 
     Notes
     -----
+    Labels: one number, one class.  Files are read as text (``CrowdLabels.from_csv``, the
+    ``crowdlearn`` command), so ids and labels stay as written (``007`` stays ``007``); a
+    DataFrame's labels are the values it holds.  On every path, labels that spell the same
+    finite number are one class: ``1``, ``1.0`` and ``1e0`` in a file are the class ``"1"``
+    (the shortest spelling), and in a float column 1.0 is the class ``1`` (integral floats
+    become ints).  So a file gives the same classes and the same answers whether it goes
+    through the CLI, ``from_csv`` or ``pandas.read_csv`` + :meth:`from_frame`; only the class
+    names' type differs (text from files, numbers from a numeric column).  Labels that are
+    not all numbers, or distinct numbers, are untouched.
+
+    Error messages locate rows by position in a frame (0-based, as ``df.iloc``: "row
+    position 3"), and by file line for files (header = line 1: "line 5").
+
     Repeated (task, worker) answers are kept by default: real data has them and they carry
     information.  Every task in ``tasks`` has at least one answer unless it was added
     explicitly through ``all_tasks`` (then its slice is empty and estimators return the
@@ -273,6 +342,7 @@ class CrowdLabels:
         features: np.ndarray | pd.DataFrame | None = None,
         duplicates: DuplicatePolicy = "keep",
         all_tasks: Iterable[Hashable] | None = None,
+        first_line: int | None = None,
     ) -> "CrowdLabels":
         """Build from a long DataFrame with one row per answer.
 
@@ -294,9 +364,28 @@ class CrowdLabels:
             What to do with repeated (task, worker) answers.
         all_tasks : iterable, optional
             Tasks to include even if they have no answer (they then get the class prior).
+        first_line : int, optional
+            For a frame read from a file: the file line of its first row (2 below a header).
+            Errors then name file lines (header = line 1) instead of row positions (0-based,
+            as ``df.iloc``), the default.
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"from_frame expects a pandas DataFrame, got {type(df).__name__}")
+        roles = {"task": task, "worker": worker, "label": label}
+        for i, (role_a, col_a) in enumerate(roles.items()):
+            for role_b, col_b in list(roles.items())[i + 1:]:
+                if col_a == col_b:
+                    raise ValueError(
+                        f"{role_a} and {role_b} cannot both be column {col_a!r}; "
+                        "each role needs its own column"
+                    )
+        for col in (task, worker, label):
+            count = int(np.sum(df.columns == col)) if col in df.columns else 0
+            if count > 1:
+                raise ValueError(
+                    f"column {col!r} appears {count} times in the table; rename or drop "
+                    "the extra one(s) so each role has exactly one column"
+                )
         missing = [c for c in (task, worker, label) if c not in df.columns]
         if missing:
             raise ValueError(
@@ -307,7 +396,7 @@ class CrowdLabels:
         for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():
-                raise ValueError(f"missing value in column '{col}' at {_row_list(bad)}")
+                raise ValueError(f"missing value in column '{col}' at {_row_list(bad, first_line)}")
         labels_col = _normalise_label_values(df[label])
 
         if duplicates not in ("keep", "last", "first", "error"):
@@ -316,11 +405,14 @@ class CrowdLabels:
             dup = df.duplicated([task, worker], keep=False if duplicates == "error" else duplicates)
             if duplicates == "error" and dup.any():
                 raise ValueError(
-                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy())}"
+                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy(), first_line)}"
                 )
             keep_rows = ~dup.to_numpy()
             df = df.loc[keep_rows]
             labels_col = labels_col.loc[keep_rows]
+            kept_at = np.flatnonzero(keep_rows)  # error messages name the rows as given
+        else:
+            kept_at = None
 
         truth_s = None
         if truth is not None:
@@ -336,15 +428,28 @@ class CrowdLabels:
                 raise ValueError("classes contains duplicates")
             label_codes = class_index.get_indexer(labels_col)
             bad = label_codes < 0
+            if bad.any():  # one number, one class: "1.0" is the given class "1"
+                by_number = {}
+                for pos, value in enumerate(class_index):
+                    key = _number_key(value)
+                    if key is not None:
+                        by_number.setdefault(key, pos)
+                if by_number:
+                    uniq, inv = np.unique(labels_col.to_numpy()[bad].astype(str), return_inverse=True)
+                    found = np.array([by_number.get(_number_key(u), -1) for u in uniq])
+                    label_codes[bad] = found[inv]
+                    bad = label_codes < 0
             if bad.any():
                 first = labels_col.to_numpy()[bad][0]
                 raise ValueError(
                     f"label {first!r} is not one of the given classes "
-                    f"{list(class_index)[:10]} ({_row_list(bad)})"
+                    f"{list(class_index)[:10]} "
+                    f"({_row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
                 )
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
             pool_codes, class_index = _factorize(pool, "class")
+            pool_codes, class_index = _merge_number_spellings(pool_codes, class_index)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:
@@ -402,6 +507,7 @@ class CrowdLabels:
         from .tables import read_table
 
         df = read_table(path, columns=(task, worker, label))
+        kwargs.setdefault("first_line", 2)
         return cls.from_frame(df, task, worker, label, classes, **kwargs)
 
     @classmethod

@@ -45,6 +45,6 @@ def load_folder(path: str | Path, with_features: bool = False):
         features = features[~features.index.duplicated()]
     if features is not None:
         # tasks with features but no answers stay (end-to-end learning can use them)
-        labels = CrowdLabels.from_frame(df, truth=truth, all_tasks=features.index)
+        labels = CrowdLabels.from_frame(df, truth=truth, all_tasks=features.index, first_line=2)
         return labels.with_features(features)
-    return CrowdLabels.from_frame(df, truth=truth)
+    return CrowdLabels.from_frame(df, truth=truth, first_line=2)  # errors name labels.csv lines

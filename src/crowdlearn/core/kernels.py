@@ -77,16 +77,25 @@ def compiled_kernels():
 
 
 def resolve_backend(backend: str, n_labels: int) -> str:
+    """The back end a fit of ``n_labels`` answers uses: "numpy" or "numba".
+
+    "auto" gives numba from ``NUMBA_MIN_LABELS`` answers on when it is installed; below
+    that size numba is not even imported.  "numba" without numba is an ImportError.
+    """
     if backend not in ("auto", "numba", "numpy"):
         raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
     if backend == "numpy":
+        return "numpy"
+    if backend == "auto" and n_labels < NUMBA_MIN_LABELS:
+        # decided from the size alone: importing numba (and loading the compiled loops)
+        # costs 1-2 s, more than the whole fit of a small input
         return "numpy"
     have = compiled_kernels() is not None
     if backend == "numba":
         if not have:
             raise ImportError("backend='numba' needs numba: pip install 'crowdlearn[fast]'")
         return "numba"
-    return "numba" if have and n_labels >= NUMBA_MIN_LABELS else "numpy"
+    return "numba" if have else "numpy"
 
 
 def normalize_log(logits: np.ndarray) -> tuple[np.ndarray, float]:

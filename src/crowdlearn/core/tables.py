@@ -69,6 +69,8 @@ def read_table(
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, expected a file of answers")
     fmt = fmt or detect_format(path)
+    if fmt in ("csv", "tsv", "jsonl"):
+        _refuse_unnamed_compression(path)
     try:
         if fmt in ("csv", "tsv"):
             df = _read_delimited(path, sep="," if fmt == "csv" else "\t")
@@ -99,6 +101,39 @@ def read_table(
     if len(df) == 0:
         raise ValueError(f"{path}: no rows")
     return df
+
+
+#: leading bytes of the compressed formats pandas can read, and the suffix each needs
+_MAGIC = (
+    (b"\x1f\x8b", "gzip", ".gz"),
+    (b"BZh", "bzip2", ".bz2"),
+    (b"\xfd7zXZ\x00", "xz", ".xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd", ".zst"),
+    (b"PK\x03\x04", "zip", ".zip"),
+)
+
+
+def _refuse_unnamed_compression(path: Path) -> None:
+    """A compressed file whose name does not say so would fail as bad UTF-8: say what it is.
+
+    The compression of a text file is taken from its name (as pandas does); this sniffs the
+    first bytes of a file whose name has no compression suffix and raises ``ValueError``
+    naming the format and the suffix to add.
+    """
+    suffix = path.suffix.lower()
+    if any(suffix == ext for _, _, ext in _MAGIC):
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError:
+        return
+    for magic, name, ext in _MAGIC:
+        if head.startswith(magic):
+            raise ValueError(
+                f"{path}: looks compressed ({name}) but its name does not say so; "
+                f"rename it to {path.name}{ext} or decompress it"
+            )
 
 
 def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
