@@ -1,0 +1,129 @@
+"""Write one marked section of ``benchmarks/RESULTS.md`` from the script that measures it.
+
+Every table in RESULTS.md sits between two markers::
+
+    <!-- section: NAME -->
+    ... generated text ...
+    <!-- end: NAME -->
+
+:func:`write_section` replaces what lies between the markers of ``NAME`` (or appends a new
+marked section at the end of the file) with the given markdown followed by a provenance line:
+UTC date, machine (CPU model, usable cores), Python and package versions, and the command
+that regenerates the section.  A benchmark script therefore owns its section, and running it
+with ``--write-results`` is the one way the section changes.
+
+Command line (to see which sections exist and what regenerates them)::
+
+    python benchmarks/results_md.py            # list sections with their commands
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import shlex
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+_PACKAGES = ("crowdlearn", "numpy", "scipy", "pandas", "numba", "torch")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(name: str) -> str | None:
+    mod = sys.modules.get(name)
+    if mod is None:
+        return None
+    return getattr(mod, "__version__", None)
+
+
+def provenance(command: str | None = None) -> str:
+    """One line: date, machine, Python and the versions of already imported packages.
+
+    Only packages the measuring script has imported are listed (importing torch just to
+    print its version would cost seconds and say nothing about the measurement).
+    """
+    if command is None:
+        command = "python " + " ".join(shlex.quote(a) for a in sys.argv)
+        command = command.replace(str(Path(__file__).resolve().parent.parent) + "/", "")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = os.environ.get("OMP_NUM_THREADS")
+    versions = [f"{n} {v}" for n in _PACKAGES if (v := _version(n))]
+    parts = [
+        _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        f"{_cpu_model()}, {cores} cores" + (f", OMP_NUM_THREADS={threads}" if threads else ""),
+        f"Python {platform.python_version()}",
+        ", ".join(versions),
+    ]
+    return f"_Generated {'; '.join(p for p in parts if p)}. Command: `{command}`._"
+
+
+def _markers(name: str) -> tuple[str, str]:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"section name {name!r}: use letters, digits, '.', '_' or '-'")
+    return f"<!-- section: {name} -->", f"<!-- end: {name} -->"
+
+
+def replace_section(text: str, name: str, body: str) -> str:
+    """``text`` with the marked section ``name`` replaced by ``body`` (appended if absent)."""
+    start, end = _markers(name)
+    block = f"{start}\n{body.strip()}\n{end}"
+    i = text.find(start)
+    if i < 0:
+        return text.rstrip("\n") + "\n\n" + block + "\n"
+    j = text.find(end, i)
+    if j < 0:
+        raise ValueError(f"RESULTS.md: section {name!r} has no end marker {end!r}")
+    return text[:i] + block + text[j + len(end):]
+
+
+def write_section(name: str, markdown: str, command: str | None = None,
+                  path: Path | str = RESULTS) -> Path:
+    """Replace section ``name`` of ``path`` with ``markdown`` plus a provenance line."""
+    path = Path(path)
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    body = markdown.strip() + "\n\n" + provenance(command)
+    path.write_text(replace_section(text, name, body))
+    return path
+
+
+def sections(path: Path | str = RESULTS) -> list[tuple[str, str]]:
+    """(name, regenerating command) of every marked section, in file order."""
+    text = Path(path).read_text()
+    out = []
+    for m in re.finditer(r"<!-- section: ([A-Za-z0-9_.-]+) -->(.*?)<!-- end: \1 -->", text, re.S):
+        cmd = re.findall(r"Command: `([^`]*)`", m.group(2))
+        out.append((m.group(1), cmd[-1] if cmd else "?"))
+    return out
+
+
+class Tee:
+    """Collect what a benchmark prints, so the same text can go to its RESULTS section."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def __call__(self, *args, sep: str = " ", end: str = "\n") -> None:
+        s = sep.join(str(a) for a in args) + end
+        sys.stdout.write(s)
+        self.parts.append(s)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+if __name__ == "__main__":
+    for name, cmd in sections():
+        print(f"{name:28s} {cmd}")
