@@ -28,6 +28,7 @@ sys.path.insert(0, str(HERE))
 
 from crowdkit_bridge import crowdkit_speed  # noqa: E402
 from synthetic import make_ds_codes, save_npz  # noqa: E402
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 CASES = {
     # name: (n_labels, [(method, max_iter, tol), ...])

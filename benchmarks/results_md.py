@@ -19,13 +19,17 @@ Command line (to see which sections exist and what regenerates them)::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import io
 import os
 import platform
 import re
 import shlex
 import sys
 from pathlib import Path
+
+import numpy as np
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -109,19 +113,68 @@ def sections(path: Path | str = RESULTS) -> list[tuple[str, str]]:
     return out
 
 
-class Tee:
-    """Collect what a benchmark prints, so the same text can go to its RESULTS section."""
+def markdown_table(df, floatfmt: str = ".4f", index: bool = True) -> str:
+    """``df`` as a GitHub markdown table (pandas' ``to_markdown`` needs ``tabulate``)."""
 
-    def __init__(self) -> None:
-        self.parts: list[str] = []
+    def cell(v) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else format(v, floatfmt)
+        return str(v)
 
-    def __call__(self, *args, sep: str = " ", end: str = "\n") -> None:
-        s = sep.join(str(a) for a in args) + end
-        sys.stdout.write(s)
-        self.parts.append(s)
+    cols = ([str(df.index.name or "")] if index else []) + [str(c) for c in df.columns]
+    rows = []
+    for idx, r in zip(df.index, df.itertuples(index=False)):
+        rows.append(([cell(idx)] if index else []) + [cell(v) for v in r])
+    numeric = [False] * len(cols)
+    for j in range(len(cols)):
+        vals = [row[j] for row in rows if row[j]]
+        numeric[j] = bool(vals) and all(_is_number(v) for v in vals)
+    sep = ["---:" if n else ":---" for n in numeric]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(sep) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
 
-    def text(self) -> str:
-        return "".join(self.parts)
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams) -> None:
+        self.streams = streams
+
+    def write(self, s: str) -> int:
+        for st in self.streams:
+            st.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        for st in self.streams:
+            st.flush()
+
+
+@contextlib.contextmanager
+def recording(section: str, enabled: bool = True, command: str | None = None):
+    """Everything printed to stdout inside the block also becomes section ``section``.
+
+    The section is written only when the block ends without an exception and ``enabled``
+    is true (a benchmark's ``--write-results`` flag), so a failed or partial run never
+    replaces a recorded table.
+    """
+    buf = io.StringIO()
+    old = sys.stdout
+    sys.stdout = _Tee(old, buf)
+    try:
+        yield buf
+    finally:
+        sys.stdout = old
+    if enabled:
+        write_section(section, buf.getvalue(), command)
+        print(f"(wrote section {section!r} of {RESULTS})", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from results_md import write_section  # noqa: E402
+from results_md import markdown_table, write_section  # noqa: E402
 
 from crowdlearn import simulate  # noqa: E402
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy  # noqa: E402
@@ -117,11 +117,11 @@ def tune(params: list[str], out) -> dict[str, object]:
         table.index.name = param
         out(f"#### `{method}` `{param}` (accuracy %, mean over {len(SEEDS)} seeds; "
             f"{time.perf_counter() - t0:.0f}s)\n")
-        out(table.to_markdown(floatfmt=".2f") + "\n")
+        out(markdown_table(table, ".2f") + "\n")
         summary.append({"parameter": key, "old": old, "chosen": pick,
                         "gain (points)": 100 * (agg.loc[pick, "mean_acc"] - agg.loc[old, "mean_acc"])})
     out("#### Summary\n")
-    out(pd.DataFrame(summary).to_markdown(index=False, floatfmt=".2f") + "\n")
+    out(markdown_table(pd.DataFrame(summary), ".2f", index=False) + "\n")
     return chosen
 
 
@@ -149,7 +149,7 @@ def real(root: Path, params: list[str], out) -> None:
         t["new - old (points)"] = t.iloc[:, 1] - t.iloc[:, 0]
         t.loc["mean"] = t.mean()
         out(f"#### `{method}`: real-set accuracy (%) at the old and the new default of `{param}`\n")
-        out(t.to_markdown(floatfmt=".2f") + "\n")
+        out(markdown_table(t, ".2f") + "\n")
 
 
 def main(argv=None) -> int:

@@ -233,7 +233,7 @@ def test_real_data_accuracy_floor(name, floor):
 def test_maximum_likelihood_em_never_lowers_the_likelihood_on_real_data(name):
     # On exactly these sets crowd-kit 1.4.2's stopping objective falls after 2-3 EM
     # iterations (it counts the class-prior term once per answer, not once per task), and
-    # its EM stops there (benchmarks/crowdkit_objective.py).  Our history is the marginal
+    # its EM stops there (benchmarks/investigations/crowdkit_objective.py).  Our history is the marginal
     # log-likelihood, which maximum-likelihood EM cannot lower: a fall here would be a bug,
     # and with tol > 0 an early stop like crowd-kit's.
     data = load_shared(name)
