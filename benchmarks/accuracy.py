@@ -81,7 +81,7 @@ def run(args) -> None:
         table = pd.concat([acc, ck_acc.reindex(columns=names).astype(float)])
     else:
         table = acc
-    print("## Accuracy against gold (tasks with gold and at least one answer)\n")
+    print("#### Accuracy against gold (tasks with gold and at least one answer)\n")
     print(markdown_table(table.T, ".4f"))
 
     rows = []
@@ -97,11 +97,11 @@ def run(args) -> None:
             row["best ck"] = f"{ck_col.max():.4f} ({ck_col.idxmax()[3:]})"
             row["best cl - best ck (points)"] = 100 * (cl_col.max() - ck_col.max())
         rows.append(row)
-    print("\n## Dawid-Skene and best method per dataset\n")
+    print("\n#### Dawid-Skene and best method per dataset\n")
     print(markdown_table(pd.DataFrame(rows), ".4f", index=False))
 
     times = long.groupby("method", sort=False)["seconds"].sum()
-    print("\n## crowdlearn fit time, seconds summed over the datasets\n")
+    print("\n#### crowdlearn fit time, seconds summed over the datasets\n")
     print(markdown_table(times.to_frame("seconds").T, ".3f"))
 
 

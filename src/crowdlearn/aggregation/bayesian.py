@@ -79,8 +79,8 @@ class BayesianDawidSkene(ConfusionAggregator):
         K - 1 wrong answers share a total of 0.5, so the prior mean accuracy
         ``alpha_diag / (alpha_diag + 0.5)`` (0.8 by default) does not shrink as K grows.  A
         constant such as 1 would put it at ``2 / (K + 1)`` (0.125 for K = 15), and on sparse
-        many-class data VB then prefers the degenerate fit that puts every task in one
-        class (ImageNet-15N, 1.3 answers per task: accuracy 0.08 instead of 0.56).
+        many-class data (one or two answers per task) VB then prefers the degenerate fit
+        that puts every task in one class.
     prior_alpha : float, default 1.0
         Dirichlet concentration of the class prior ``pi`` (symmetric).
     max_iter : int, default 100

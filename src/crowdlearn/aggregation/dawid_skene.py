@@ -74,9 +74,8 @@ class DawidSkene(ConfusionAggregator):
         M-step counts differ only in float rounding (about 1e-7 relative from
         ``kernels.FLOAT32_MIN_LABELS`` answers on, 1e-16 below), and a fit is reproducible
         for a given ``n_jobs`` on a given machine (-1 depends on its core count).
-        On this project's 2-core test machine two threads made an EM iteration at 10^7
-        answers 1.1-1.5x faster (the passes are bound by memory access, which the cores
-        share; benchmarks/RESULTS.md, section 2).
+        The passes are bound by memory access, which cores share, so threads help less than
+        their number suggests (benchmarks/RESULTS.md, section 2).
 
     Attributes
     ----------

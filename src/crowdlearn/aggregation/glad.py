@@ -150,7 +150,7 @@ class GLAD(BaseAggregator):
     fit_priors : bool, default False
         Learn the class prior ``pi`` (MAP with ``prior_alpha``).  The default keeps it
         uniform, as in the paper: on most public benchmarks a learned prior lets the
-        symmetric error model drift toward the majority class (bluebirds: 72% -> 59%).
+        symmetric error model drift toward the majority class.
     prior_alpha : float, default 1.0
         Dirichlet pseudo-count added to each class when learning ``pi`` (as in
         :class:`~crowdlearn.aggregation.dawid_skene.DawidSkene`).

@@ -82,8 +82,7 @@ class MinimaxEntropy(BaseAggregator):
         passes need no (answers, K, K) arrays).
     backend : {"auto", "numpy", "numba"}
         ``"numba"`` evaluates the M-step objective and gradient in one compiled pass over the
-        answers (about 10x faster than the numpy version, which builds (answers, K, K)
-        temporaries); ``"auto"`` uses it from 50k answers when numba is installed.  An
+        answers (the numpy version builds (answers, K, K) temporaries); ``"auto"`` uses it from 50k answers when numba is installed.  An
         explicit ``solver="block"`` always uses the compiled passes.
     solver : {"auto", "block", "lbfgs"}
         M-step optimiser.  ``"lbfgs"``: L-BFGS-B over all worker and task parameters jointly
@@ -91,9 +90,8 @@ class MinimaxEntropy(BaseAggregator):
         exactly, row by row (independent K-dim strictly convex problems, damped Newton), then
         L-BFGS-B over the workers' ``sigma`` only; both blocks lower the same objective, so
         the ascent stays monotone, and the optimiser no longer carries (tasks x K^2) vectors.
-        On the 15 real sets its final objective is within 0.2% of the joint solver's (higher
-        on bluebirds, 5e-7 relative lower on duchenne), 2-3x faster (benchmarks/RESULTS.md,
-        section 6).  ``"auto"``: ``"block"`` when the resolved ``backend`` is numba (by
+        It reaches the joint solver's objective up to small differences either way, faster
+        (benchmarks/RESULTS.md, section 6).  ``"auto"``: ``"block"`` when the resolved ``backend`` is numba (by
         default from 50k answers with numba installed), else ``"lbfgs"``; so small inputs
         give the same result with or without numba.
     random_state : int
