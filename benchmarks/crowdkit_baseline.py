@@ -112,13 +112,13 @@ def to_markdown(results: dict) -> str:
     errors = [f"- {d} / {m}: {r['error']}" for d, rs in results.items()
               for m, r in rs.items() if r["error"]]
     return "\n\n".join([
-        "## crowd-kit 1.4.2 accuracy (truth tasks with answers)",
+        "#### crowd-kit 1.4.2 accuracy (truth tasks with answers)",
         _fmt_table(results, "accuracy", lambda v: f"{v:.4f}"),
-        "## crowd-kit 1.4.2 fit_predict wall time (s)",
+        "#### crowd-kit 1.4.2 fit_predict wall time (s)",
         _fmt_table(results, "time", lambda v: f"{v:.2f}"),
-        "## crowd-kit 1.4.2 fit_predict CPU time (s)",
+        "#### crowd-kit 1.4.2 fit_predict CPU time (s)",
         _fmt_table(results, "cpu_time", lambda v: f"{v:.2f}"),
-        "## errors\n\n" + ("\n".join(errors) if errors else "none"),
+        "#### errors\n\n" + ("\n".join(errors) if errors else "none"),
     ]) + "\n"
 
 
@@ -141,6 +141,7 @@ def main(argv=None) -> int:
         md = to_markdown(json.loads(summary_path.read_text()))
         (args.out_dir / "crowdkit_baseline.md").write_text(md)
         with recording(args.write_results or "", enabled=bool(args.write_results)):
+            print(f"(rendered from {summary_path.relative_to(HERE.parent)}, as measured)\n")
             print(md)
         return 0
     if not VENV_PY.exists():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import fcntl
 import io
 import os
 import platform
@@ -97,9 +98,12 @@ def write_section(name: str, markdown: str, command: str | None = None,
                   path: Path | str = RESULTS) -> Path:
     """Replace section ``name`` of ``path`` with ``markdown`` plus a provenance line."""
     path = Path(path)
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
     body = markdown.strip() + "\n\n" + provenance(command)
-    path.write_text(replace_section(text, name, body))
+    # two benchmarks finishing together must not lose each other's section
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        text = path.read_text() if path.exists() else "# Benchmark results\n"
+        path.write_text(replace_section(text, name, body))
     return path
 
 
