@@ -217,9 +217,13 @@ def test_too_many_classes_is_a_clear_error():
     assert MajorityVote().fit(df).labels_.shape[0] == df["task"].nunique()
 
 
+# Floors: crowd-kit 1.4.2's DawidSkene on the same set (benchmarks/results/crowdkit_baseline.json)
+# minus half a point, rounded down; imagenet15n, where crowd-kit's EM collapses to 0.43, must
+# stay clear of that collapse.  Not our own accuracy at some default, so that a default chosen
+# elsewhere (benchmarks/tune_defaults.py) is not held to numbers read off these sets' gold.
 @pytest.mark.parametrize(
     "name, floor",
-    [("bluebirds", 0.89), ("dog", 0.84), ("imagenet15n", 0.50), ("music", 0.77), ("zencrowd_us", 0.82)],
+    [("bluebirds", 0.88), ("dog", 0.835), ("imagenet15n", 0.50), ("music", 0.76), ("zencrowd_us", 0.82)],
 )
 def test_real_data_accuracy_floor(name, floor):
     data = load_shared(name)
