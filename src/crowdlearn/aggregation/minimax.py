@@ -66,9 +66,9 @@ class MinimaxEntropy(BaseAggregator):
         ``K^d / (K^d + K - 1)`` for ``d = diag_prior`` (0.8 for two classes at the default 2).
         The analogue of Dawid-Skene's diagonal pseudo-count: with a zero centre, many classes
         and few answers per worker the ascent explains every answer by "all tasks are one
-        class" (imagenet15n: 7.6% accuracy at 0). The default was chosen among 0, 0.5, 1,
-        1.5, 2 by gold accuracy on imagenet15n, bluebirds, music, labelme, face and
-        zencrowd_us (benchmarks/RESULTS.md, section 6), so it is tuned on those sets.
+        class".  The default 2 was compared with 0, 1 and 3 on simulated crowds (sparse
+        workers, many classes, spammers, asymmetric confusions, class imbalance;
+        ``benchmarks/tune_defaults.py``), not on the real benchmark sets.
     max_iter : int
         Outer (posterior / parameter) rounds.
     inner_iter : int
