@@ -95,9 +95,10 @@ def replace_section(text: str, name: str, body: str) -> str:
 
 
 def write_section(name: str, markdown: str, command: str | None = None,
-                  path: Path | str = RESULTS) -> Path:
-    """Replace section ``name`` of ``path`` with ``markdown`` plus a provenance line."""
-    path = Path(path)
+                  path: Path | str | None = None) -> Path:
+    """Replace section ``name`` of ``path`` (default RESULTS.md) with ``markdown`` plus a
+    provenance line."""
+    path = Path(path or RESULTS)
     body = markdown.strip() + "\n\n" + provenance(command)
     # two benchmarks finishing together must not lose each other's section
     with open(path.with_suffix(".lock"), "w") as lock:
@@ -107,9 +108,9 @@ def write_section(name: str, markdown: str, command: str | None = None,
     return path
 
 
-def sections(path: Path | str = RESULTS) -> list[tuple[str, str]]:
+def sections(path: Path | str | None = None) -> list[tuple[str, str]]:
     """(name, regenerating command) of every marked section, in file order."""
-    text = Path(path).read_text()
+    text = Path(path or RESULTS).read_text()
     out = []
     for m in re.finditer(r"<!-- section: ([A-Za-z0-9_.-]+) -->(.*?)<!-- end: \1 -->", text, re.S):
         cmd = re.findall(r"Command: `([^`]*)`", m.group(2))
@@ -178,7 +179,7 @@ def recording(section: str, enabled: bool = True, command: str | None = None):
         sys.stdout = old
     if enabled:
         write_section(section, buf.getvalue(), command)
-        print(f"(wrote section {section!r} of {RESULTS})", file=sys.stderr)
+        print(f"(wrote section {section!r} of RESULTS.md)", file=sys.stderr)
 
 
 if __name__ == "__main__":
