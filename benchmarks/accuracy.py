@@ -58,6 +58,9 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+")
     p.add_argument("--methods", nargs="+")
     p.add_argument("--no-crowdkit", action="store_true")
+    p.add_argument("--crowdkit-json", type=Path, metavar="PATH",
+                   help="take crowd-kit's accuracies from a saved crowdkit_baseline.py run "
+                        "(e.g. benchmarks/results/crowdkit_baseline.json) instead of running it")
     p.add_argument("--write-results", nargs="?", const="accuracy", metavar="SECTION",
                    help="write the tables to this section of RESULTS.md (default: accuracy)")
     args = p.parse_args(argv)
@@ -74,7 +77,11 @@ def run(args) -> None:
         index=long["method"].unique(), columns=names
     )
     acc.index = ["cl:" + m for m in acc.index]
-    ck = {} if args.no_crowdkit else crowdkit_results(args.data_root, names)
+    if args.crowdkit_json:
+        ck = json.loads(args.crowdkit_json.read_text())
+        print(f"(crowd-kit columns from {args.crowdkit_json}, as recorded there)\n")
+    else:
+        ck = {} if args.no_crowdkit else crowdkit_results(args.data_root, names)
     if ck:
         ck_acc = pd.DataFrame({n: {m: r.get("accuracy") for m, r in ck[n].items()} for n in names if n in ck})
         ck_acc.index = ["ck:" + m for m in ck_acc.index]
