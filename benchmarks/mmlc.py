@@ -65,12 +65,12 @@ def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd
                 fil = _agg(b, filled, seed)
                 fil_all = _agg(b, filled_all, seed) if fill_all else np.nan
             except (ValueError, NotImplementedError) as exc:
-                print(f"# {dataset} {b}: {str(exc).splitlines()[0]}")
+                print(f"# {dataset} {b}: {str(exc).splitlines()[0]}", file=sys.stderr)
                 continue
             df_rows.append({"seed": seed, "base": b, "raw": raw, "filled": fil, "filled b=0": fil_all})
             if b in ("zbs", "ds", "mv"):
                 owf.append({"seed": seed, "method": b, "accuracy": raw, "seconds": np.nan})
-        print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", flush=True)
+        print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", file=sys.stderr, flush=True)
     return pd.DataFrame(owf), pd.DataFrame(df_rows), time.perf_counter() - t0
 
 
