@@ -11,7 +11,10 @@ Without that venv the crowd-kit columns are left out.  Prints markdown tables:
 Usage::
 
     python benchmarks/accuracy.py [--data-root ../shared/data] [--datasets bluebirds dog]
-                                  [--no-crowdkit]
+                                  [--no-crowdkit] [--write-results [SECTION]]
+
+``--write-results`` replaces the section ``accuracy`` of RESULTS.md (or ``SECTION``, for a
+run over a subset of methods or datasets) with the printed tables.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_md import markdown_table, recording  # noqa: E402
 
 from crowdlearn.benchmarking import categorical_datasets, run_methods
 from crowdlearn.core.io import load_folder
@@ -52,7 +58,18 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+")
     p.add_argument("--methods", nargs="+")
     p.add_argument("--no-crowdkit", action="store_true")
+    p.add_argument("--crowdkit-json", type=Path, metavar="PATH",
+                   help="take crowd-kit's accuracies from a saved crowdkit_baseline.py run "
+                        "(e.g. benchmarks/results/crowdkit_baseline.json) instead of running it")
+    p.add_argument("--write-results", nargs="?", const="accuracy", metavar="SECTION",
+                   help="write the tables to this section of RESULTS.md (default: accuracy)")
     args = p.parse_args(argv)
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        run(args)
+    return 0
+
+
+def run(args) -> None:
     names = args.datasets or categorical_datasets(args.data_root)
     data = {n: load_folder(args.data_root / n) for n in names}
     long = run_methods(data, args.methods or list(methods("classification")))
@@ -60,15 +77,19 @@ def main(argv=None) -> int:
         index=long["method"].unique(), columns=names
     )
     acc.index = ["cl:" + m for m in acc.index]
-    ck = {} if args.no_crowdkit else crowdkit_results(args.data_root, names)
+    if args.crowdkit_json:
+        ck = json.loads(args.crowdkit_json.read_text())
+        print(f"(crowd-kit columns from {args.crowdkit_json}, as recorded there)\n")
+    else:
+        ck = {} if args.no_crowdkit else crowdkit_results(args.data_root, names)
     if ck:
         ck_acc = pd.DataFrame({n: {m: r.get("accuracy") for m, r in ck[n].items()} for n in names if n in ck})
         ck_acc.index = ["ck:" + m for m in ck_acc.index]
         table = pd.concat([acc, ck_acc.reindex(columns=names).astype(float)])
     else:
         table = acc
-    print("## Accuracy against gold (tasks with gold and at least one answer)\n")
-    print(table.T.to_markdown(floatfmt=".4f"))
+    print("#### Accuracy against gold (tasks with gold and at least one answer)\n")
+    print(markdown_table(table.T, ".4f"))
 
     rows = []
     for n in names:
@@ -83,13 +104,12 @@ def main(argv=None) -> int:
             row["best ck"] = f"{ck_col.max():.4f} ({ck_col.idxmax()[3:]})"
             row["best cl - best ck (points)"] = 100 * (cl_col.max() - ck_col.max())
         rows.append(row)
-    print("\n## Dawid-Skene and best method per dataset\n")
-    print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".4f"))
+    print("\n#### Dawid-Skene and best method per dataset\n")
+    print(markdown_table(pd.DataFrame(rows), ".4f", index=False))
 
     times = long.groupby("method", sort=False)["seconds"].sum()
-    print("\n## crowdlearn fit time, seconds summed over the datasets\n")
-    print(times.to_frame("seconds").T.to_markdown(floatfmt=".3f"))
-    return 0
+    print("\n#### crowdlearn fit time, seconds summed over the datasets\n")
+    print(markdown_table(times.to_frame("seconds").T, ".3f"))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from crowdkit_bridge import VENV_PY, run_runner  # noqa: E402
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 REPO = HERE.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data"
@@ -111,13 +112,13 @@ def to_markdown(results: dict) -> str:
     errors = [f"- {d} / {m}: {r['error']}" for d, rs in results.items()
               for m, r in rs.items() if r["error"]]
     return "\n\n".join([
-        "## crowd-kit 1.4.2 accuracy (truth tasks with answers)",
+        "#### crowd-kit 1.4.2 accuracy (truth tasks with answers)",
         _fmt_table(results, "accuracy", lambda v: f"{v:.4f}"),
-        "## crowd-kit 1.4.2 fit_predict wall time (s)",
+        "#### crowd-kit 1.4.2 fit_predict wall time (s)",
         _fmt_table(results, "time", lambda v: f"{v:.2f}"),
-        "## crowd-kit 1.4.2 fit_predict CPU time (s)",
+        "#### crowd-kit 1.4.2 fit_predict CPU time (s)",
         _fmt_table(results, "cpu_time", lambda v: f"{v:.2f}"),
-        "## errors\n\n" + ("\n".join(errors) if errors else "none"),
+        "#### errors\n\n" + ("\n".join(errors) if errors else "none"),
     ]) + "\n"
 
 
@@ -132,12 +133,16 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", type=Path, default=HERE / "results")
     p.add_argument("--report-only", action="store_true",
                    help="only re-render the markdown from the saved JSON")
+    p.add_argument("--write-results", nargs="?", const="crowdkit-baseline", metavar="SECTION",
+                   help="also write the tables to this RESULTS.md section (default crowdkit-baseline)")
     args = p.parse_args(argv)
     summary_path = args.out_dir / "crowdkit_baseline.json"
     if args.report_only:
         md = to_markdown(json.loads(summary_path.read_text()))
         (args.out_dir / "crowdkit_baseline.md").write_text(md)
-        print(md)
+        with recording(args.write_results or "", enabled=bool(args.write_results)):
+            print(f"(rendered from {summary_path.relative_to(HERE.parent)}, as measured)\n")
+            print(md)
         return 0
     if not VENV_PY.exists():
         print(f"missing {VENV_PY}; run benchmarks/setup_crowdkit.sh first", file=sys.stderr)
@@ -149,7 +154,8 @@ def main(argv=None) -> int:
         results[name] = run_dataset(name, args.data_root, args)
         summary_path.write_text(json.dumps(results, indent=1))  # checkpoint
     (args.out_dir / "crowdkit_baseline.md").write_text(to_markdown(results))
-    print(to_markdown(results))
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        print(to_markdown(results))
     return 0
 
 

@@ -12,7 +12,10 @@ Writes ``benchmarks/results/crowdkit_speed.json`` (merged with earlier runs)
 and prints it.  "time" is wall seconds, "cpu_time" process CPU seconds; on a
 shared machine trust cpu_time.  Usage::
 
-    python benchmarks/crowdkit_speed.py [--cases ds1e5 glad1e5] [--mem-gb 10]
+    python benchmarks/crowdkit_speed.py [--cases ds1e5 glad1e5] [--mem-gb 10] [--write-results]
+
+``--write-results`` also writes a table of every recorded run to the ``crowdkit-speed``
+section of RESULTS.md (``--report-only`` re-renders it from the JSON without running).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ sys.path.insert(0, str(HERE))
 
 from crowdkit_bridge import crowdkit_speed  # noqa: E402
 from synthetic import make_ds_codes, save_npz  # noqa: E402
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 CASES = {
     # name: (n_labels, [(method, max_iter, tol), ...])
@@ -44,7 +48,14 @@ def main(argv=None) -> int:
     p.add_argument("--mem-gb", type=float, default=10.0)
     p.add_argument("--timeout", type=float, default=3600.0, help="CPU seconds per run")
     p.add_argument("--out", type=Path, default=HERE / "results" / "crowdkit_speed.json")
+    p.add_argument("--write-results", nargs="?", const="crowdkit-speed", metavar="SECTION",
+                   help="also write a table of the recorded runs to this RESULTS.md section")
+    p.add_argument("--report-only", action="store_true", help="only render the recorded JSON")
     args = p.parse_args(argv)
+    if args.report_only:
+        with recording(args.write_results or "", enabled=bool(args.write_results)):
+            print(runs_table(json.loads(args.out.read_text()), args.out))
+        return 0
 
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,7 +83,25 @@ def main(argv=None) -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
+    if args.write_results:
+        with recording(args.write_results):
+            print(runs_table(results, args.out))
     return 0
+
+
+def runs_table(results: dict, path: Path) -> str:
+    """One markdown row per recorded crowd-kit run."""
+    lines = [f"(from {path.relative_to(HERE.parent)})\n",
+             "| case | method | labels | iterations | wall s | CPU s | CPU s/iter | peak MB | error |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for case, entry in results.items():
+        for r in entry["runs"]:
+            cells = [case, r.get("method"), r.get("n_labels"), r.get("n_iter"), r.get("time"),
+                     r.get("cpu_time"), r.get("cpu_sec_per_iter"), r.get("peak_rss_mb"),
+                     (r.get("error") or "")[:60]]
+            lines.append("| " + " | ".join("" if c is None else (f"{c:.3f}" if isinstance(c, float) else str(c))
+                                           for c in cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ Prints markdown tables: mean ± sd test accuracy over seeds and mean training ti
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +40,9 @@ import torch
 
 from crowdlearn.core.io import load_folder
 from crowdlearn.learning import get_method
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
 BASELINES = ["mv+mlp", "ds+mlp", "two-stage-mv", "two-stage-ds"]
@@ -147,12 +151,15 @@ def main(argv=None):
     ap.add_argument("--methods", nargs="+", default=METHODS)
     ap.add_argument("--synthetic", action="store_true", help="also run the Max-MIG structures on digits")
     ap.add_argument("--synthetic-only", action="store_true")
+    ap.add_argument("--write-results", nargs="?", const="learning", metavar="SECTION",
+                    help="also write the output to this RESULTS.md section (default learning)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    if not args.synthetic_only:
-        real(args)
-    if args.synthetic or args.synthetic_only:
-        synthetic(args)
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        if not args.synthetic_only:
+            real(args)
+        if args.synthetic or args.synthetic_only:
+            synthetic(args)
 
 
 if __name__ == "__main__":

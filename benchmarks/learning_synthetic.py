@@ -27,6 +27,7 @@ from crowdlearn.learning import get_method
 from crowdlearn.core.stats import vote_fractions as soft_majority
 from crowdlearn import simulate
 from learning import fit_mlp  # benchmarks/ is on sys.path when this script runs
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 
 def feature_truth(n_tasks, k, separation, seed):
@@ -102,10 +103,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--part", nargs="+", default=["maxmig", "coinnet", "deepbp"])
+    ap.add_argument("--write-results", nargs="?", const="learning-synthetic", metavar="SECTION",
+                    help="also write the output to this RESULTS.md section (default learning-synthetic)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    for part in args.part:
-        {"maxmig": part_maxmig, "coinnet": part_coinnet, "deepbp": part_deepbp}[part](args.seeds)
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        for part in args.part:
+            {"maxmig": part_maxmig, "coinnet": part_coinnet, "deepbp": part_deepbp}[part](args.seeds)
 
 
 if __name__ == "__main__":

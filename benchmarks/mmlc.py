@@ -16,6 +16,7 @@ the same aggregator on the raw answers.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,9 @@ from crowdlearn.core.io import load_folder
 from crowdlearn.mmlc.fill import fill_labels
 from crowdlearn.mmlc.oracle import MMLCOracle
 from crowdlearn.registry import REGISTRY, get_method
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
 ESTIMATORS = ["kde", "kde-multivariate", "mean", "median", "weighted-kde", "weighted-mean"]
@@ -61,12 +65,12 @@ def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd
                 fil = _agg(b, filled, seed)
                 fil_all = _agg(b, filled_all, seed) if fill_all else np.nan
             except (ValueError, NotImplementedError) as exc:
-                print(f"# {dataset} {b}: {str(exc).splitlines()[0]}")
+                print(f"# {dataset} {b}: {str(exc).splitlines()[0]}", file=sys.stderr)
                 continue
             df_rows.append({"seed": seed, "base": b, "raw": raw, "filled": fil, "filled b=0": fil_all})
             if b in ("zbs", "ds", "mv"):
                 owf.append({"seed": seed, "method": b, "accuracy": raw, "seconds": np.nan})
-        print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", flush=True)
+        print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", file=sys.stderr, flush=True)
     return pd.DataFrame(owf), pd.DataFrame(df_rows), time.perf_counter() - t0
 
 
@@ -75,6 +79,14 @@ def _pm(x: pd.Series) -> str:
 
 
 def main() -> None:
+    args = _parser().parse_args()
+    default = "mmlc-sweep" if args.sweep is not None else "mmlc"
+    section = default if args.write_results is True else args.write_results
+    with recording(section or "", enabled=bool(section)):
+        _main(args)
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--datasets", nargs="+", default=["music", "labelme"])
@@ -83,7 +95,12 @@ def main() -> None:
     ap.add_argument("--bases", nargs="+", default=None, help=f"aggregators for MMLC-df (default {' '.join(BASES)})")
     ap.add_argument("--no-fill-all", action="store_true",
                     help="skip the b = 0 filling (every worker on every task: 37M answers on cifar10n)")
-    args = ap.parse_args()
+    ap.add_argument("--write-results", nargs="?", const=True, metavar="SECTION",
+                    help="also write the output to this RESULTS.md section (default mmlc, or mmlc-sweep)")
+    return ap
+
+
+def _main(args) -> None:
     if args.sweep is not None:
         return sweep(args.datasets, args.sweep or [0, 25, 50, 100, 200, 400])
     for name in args.datasets:

@@ -14,6 +14,7 @@ Prints markdown tables (paste into benchmarks/RESULTS.md)::
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +26,9 @@ from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
 from crowdlearn.core.io import load_folder
 from crowdlearn.diagnostics.detection import detect_adversaries, detect_spammers
 from crowdlearn.simulate import WorkerSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
@@ -125,13 +129,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--write-results", nargs="?", const="robustness", metavar="SECTION",
+                    help="also write the output to this RESULTS.md section (default robustness)")
     args = ap.parse_args()
-    t0 = time.perf_counter()
-    spammer_table(args.seeds)
-    adversary_table(args.seeds)
-    group_table(args.seeds)
-    real_table(args.data)
-    print(f"_total {time.perf_counter() - t0:.0f} s (OMP_NUM_THREADS=1)_")
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        t0 = time.perf_counter()
+        spammer_table(args.seeds)
+        adversary_table(args.seeds)
+        group_table(args.seeds)
+        real_table(args.data)
+        print(f"_total {time.perf_counter() - t0:.0f} s (OMP_NUM_THREADS=1)_")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ sys.path.insert(0, str(HERE))
 from crowdkit_bridge import available as crowdkit_available  # noqa: E402
 from crowdkit_bridge import crowdkit_speed  # noqa: E402
 from synthetic import make_ds_codes, save_npz  # noqa: E402
+from results_md import markdown_table, recording  # noqa: E402
 
 # crowdlearn name -> (crowd-kit class, iterations forced on both sides or None for each
 # library's own defaults, crowd-kit's default n_iter passed when None)
@@ -118,6 +119,8 @@ def main(argv=None) -> int:
                    help="threads for methods with an n_jobs parameter (default: one)")
     p.add_argument("--no-warmup", action="store_true", help="time the first fit (includes JIT)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per crowdlearn fit")
+    p.add_argument("--write-results", nargs="?", const="speed", metavar="SECTION",
+                    help="also write the output to this RESULTS.md section (default speed)")
     args = p.parse_args(argv)
     if args.all:
         from crowdlearn.registry import method_kinds
@@ -164,7 +167,8 @@ def main(argv=None) -> int:
             print(json.dumps(row), file=sys.stderr, flush=True)
     import pandas as pd
 
-    print(pd.DataFrame(rows).to_markdown(index=False, floatfmt=".3f"))
+    with recording(args.write_results or "", enabled=bool(args.write_results)):
+        print(markdown_table(pd.DataFrame(rows), ".3f", index=False))
     return 0
 
 

@@ -82,8 +82,9 @@ def test_deterministic_and_delegates_the_worker_model():
 @pytest.mark.parametrize(
     "name, min_gain",
     [
-        # very sparse, 15 classes: DS over-fits its confusions, auto moves to a vote-like method
-        ("imagenet15n", 0.02),
+        # very sparse, 15 classes: DS's diagonal prior keeps it from over-fitting its
+        # confusions; auto may keep ds or move to a vote-like method, but must not lose
+        ("imagenet15n", 0.0),
         ("bluebirds", 0.0),  # full confusions win: auto must keep ds
         ("zencrowd_us", 0.0),
     ],

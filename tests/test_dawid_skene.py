@@ -217,9 +217,13 @@ def test_too_many_classes_is_a_clear_error():
     assert MajorityVote().fit(df).labels_.shape[0] == df["task"].nunique()
 
 
+# Floors: crowd-kit 1.4.2's DawidSkene on the same set (benchmarks/results/crowdkit_baseline.json)
+# minus half a point, rounded down; imagenet15n, where crowd-kit's EM collapses to 0.43, must
+# stay clear of that collapse.  Not our own accuracy at some default, so that a default chosen
+# elsewhere (benchmarks/tune_defaults.py) is not held to numbers read off these sets' gold.
 @pytest.mark.parametrize(
     "name, floor",
-    [("bluebirds", 0.89), ("dog", 0.84), ("imagenet15n", 0.50), ("music", 0.77), ("zencrowd_us", 0.82)],
+    [("bluebirds", 0.88), ("dog", 0.835), ("imagenet15n", 0.50), ("music", 0.76), ("zencrowd_us", 0.82)],
 )
 def test_real_data_accuracy_floor(name, floor):
     data = load_shared(name)
@@ -233,7 +237,7 @@ def test_real_data_accuracy_floor(name, floor):
 def test_maximum_likelihood_em_never_lowers_the_likelihood_on_real_data(name):
     # On exactly these sets crowd-kit 1.4.2's stopping objective falls after 2-3 EM
     # iterations (it counts the class-prior term once per answer, not once per task), and
-    # its EM stops there (benchmarks/crowdkit_objective.py).  Our history is the marginal
+    # its EM stops there (benchmarks/investigations/crowdkit_objective.py).  Our history is the marginal
     # log-likelihood, which maximum-likelihood EM cannot lower: a fall here would be a bug,
     # and with tol > 0 an early stop like crowd-kit's.
     data = load_shared(name)

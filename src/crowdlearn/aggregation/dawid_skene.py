@@ -66,15 +66,17 @@ class DawidSkene(ConfusionAggregator):
         Dirichlet pseudo-count added to every confusion cell (MAP smoothing).  With the
         default 0, a (true, answered) pair a worker never produced keeps probability 0
         (floored at 1e-300 in log space), as in the maximum-likelihood estimator.
-    diag_alpha : float, default 1.0
-        Extra pseudo-count on the diagonal: a prior belief that workers are better than
-        chance.  It stops the classic collapse of EM on sparse many-class data (one or two
-        answers per task, e.g. ImageNet-15N: 0.45 -> 0.53 accuracy) and changes accuracy by
-        at most 0.1 point elsewhere on the benchmark sets (benchmarks/RESULTS.md).
-        On ImageNet-15N that 0.53 relies on the default stopping rule: EM run to
-        convergence (``tol=1e-10``) still drifts to 0.36 with ``diag_alpha=1``, while
-        ``diag_alpha=3`` stays at 0.55.  Raise it on very sparse many-class data; the default
-        stays 1 because 3 costs 0.3-0.7 points on dog, labelme and trec2010 (RESULTS 1b).
+    diag_alpha : float, default 4.0
+        Extra pseudo-count on every diagonal cell ``confusions_[w, j, j]``: a Dirichlet prior
+        belief that a worker answers the true class more often than any other.  A worker
+        with few answers then stays close to "better than chance" instead of being fitted
+        to its handful of answers, which stops the classic collapse of EM on sparse
+        many-class data (one or two answers per task), where nearly unconstrained
+        confusions let EM explain everything by one class.  Workers with many answers are
+        hardly affected.  The default was chosen on simulated crowds (sparse workers, many
+        classes, spammers, asymmetric confusions, class imbalance;
+        ``benchmarks/tune_defaults.py``), not on the real benchmark sets; use 0 for the
+        maximum-likelihood estimator of the paper.
     prior_alpha : float, default 1.0
         Dirichlet pseudo-count for the class prior ``pi``.
     backend : {"auto", "numpy", "numba"}
@@ -89,9 +91,8 @@ class DawidSkene(ConfusionAggregator):
         M-step counts differ only in float rounding (about 1e-7 relative from
         ``kernels.FLOAT32_MIN_LABELS`` answers on, 1e-16 below), and a fit is reproducible
         for a given ``n_jobs`` on a given machine (-1 depends on its core count).
-        On this project's 2-core test machine two threads made an EM iteration at 10^7
-        answers 1.1-1.5x faster (the passes are bound by memory access, which the cores
-        share; benchmarks/RESULTS.md, section 2).
+        The passes are bound by memory access, which cores share, so threads help less than
+        their number suggests (benchmarks/RESULTS.md, section 2).
 
     Attributes
     ----------
@@ -118,7 +119,7 @@ class DawidSkene(ConfusionAggregator):
         max_iter: int = 100,
         tol: float = 1e-7,
         alpha: float = 0.0,
-        diag_alpha: float = 1.0,
+        diag_alpha: float = 4.0,
         prior_alpha: float = 1.0,
         backend: str = "auto",
         random_state: int | None = 0,

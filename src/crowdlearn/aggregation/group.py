@@ -129,7 +129,7 @@ class GroupAwareDawidSkene(BaseAggregator):
         max_iter: int = 100,
         tol: float = 1e-7,
         alpha: float = 0.0,
-        diag_alpha: float = 1.0,
+        diag_alpha: float = 4.0,
         prior_alpha: float = 1.0,
         random_state: int | None = 0,
     ) -> None:

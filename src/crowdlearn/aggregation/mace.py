@@ -101,7 +101,9 @@ class MACE(BaseAggregator):
     fit_priors : bool, default True
         Learn the class prior (Dirichlet(``prior_alpha``) under VB, MAP with that many
         pseudo-counts under EM) instead of the paper's uniform ``T_n``.  Helps on strongly
-        imbalanced data (product: 88% one class; uniform prior 0.820 accuracy).
+        imbalanced data, where a uniform prior sends uncertain tasks to the rare classes.
+        Confirmed on simulated crowds (``benchmarks/tune_defaults.py``): equal elsewhere,
+        much better on imbalanced crowds.
     prior_alpha : float, default 1.0
         Pseudo-count of every class when ``fit_priors`` is on.
     random_state : int, default 0

@@ -76,9 +76,9 @@ class MinimaxEntropy(BaseAggregator):
         ``K^d / (K^d + K - 1)`` for ``d = diag_prior`` (0.8 for two classes at the default 2).
         The analogue of Dawid-Skene's diagonal pseudo-count: with a zero centre, many classes
         and few answers per worker the ascent explains every answer by "all tasks are one
-        class" (imagenet15n: 7.6% accuracy at 0). The default was chosen among 0, 0.5, 1,
-        1.5, 2 by gold accuracy on imagenet15n, bluebirds, music, labelme, face and
-        zencrowd_us (benchmarks/RESULTS.md, section 6), so it is tuned on those sets.
+        class".  The default 2 was compared with 0, 1 and 3 on simulated crowds (sparse
+        workers, many classes, spammers, asymmetric confusions, class imbalance;
+        ``benchmarks/tune_defaults.py``), not on the real benchmark sets.
     max_iter : int
         Outer (posterior / parameter) rounds.
     inner_iter : int
@@ -92,8 +92,7 @@ class MinimaxEntropy(BaseAggregator):
         passes need no (answers, K, K) arrays).
     backend : {"auto", "numpy", "numba"}
         ``"numba"`` evaluates the M-step objective and gradient in one compiled pass over the
-        answers (about 10x faster than the numpy version, which builds (answers, K, K)
-        temporaries); ``"auto"`` uses it from 50k answers when numba is installed.  An
+        answers (the numpy version builds (answers, K, K) temporaries); ``"auto"`` uses it from 50k answers when numba is installed.  An
         explicit ``solver="block"`` always uses the compiled passes.
     solver : {"auto", "block", "lbfgs"}
         M-step optimiser.  ``"lbfgs"``: L-BFGS-B over all worker and task parameters jointly
@@ -101,9 +100,8 @@ class MinimaxEntropy(BaseAggregator):
         exactly, row by row (independent K-dim strictly convex problems, damped Newton), then
         L-BFGS-B over the workers' ``sigma`` only; both blocks lower the same objective, so
         the ascent stays monotone, and the optimiser no longer carries (tasks x K^2) vectors.
-        On the 15 real sets its final objective is within 0.2% of the joint solver's (higher
-        on bluebirds, 5e-7 relative lower on duchenne), 2-3x faster (benchmarks/RESULTS.md,
-        section 6).  ``"auto"``: ``"block"`` when the resolved ``backend`` is numba (by
+        It reaches the joint solver's objective up to small differences either way, faster
+        (benchmarks/RESULTS.md, section 6).  ``"auto"``: ``"block"`` when the resolved ``backend`` is numba (by
         default from 50k answers with numba installed), else ``"lbfgs"``; so small inputs
         give the same result with or without numba.  From ``SPARSE_MIN_CLASSES`` (32)
         classes on, ``"auto"`` is ``"sparse"``: posteriors below ``SPARSE_Q_FLOOR`` (1e-3)

@@ -313,7 +313,7 @@ class CrowdLabels:
         n_workers = size(n_workers, workers, worker)
         n_classes = size(n_classes, classes, label)
         if task.size and np.all(task[1:] >= task[:-1]):
-            # already sorted by task (files often are): copies, not a 10^7 argsort (1.8 s)
+            # already sorted by task (files often are): copies, not an argsort
             task, worker, label = task.copy(), worker.copy(), label.copy()
         else:
             order = np.argsort(task, kind="stable")
@@ -417,7 +417,7 @@ class CrowdLabels:
         truth_s = None
         if truth is not None:
             truth_s = pd.Series(truth) if not isinstance(truth, pd.Series) else truth
-            if truth_s.isna().any():  # (a boolean mask on a 10^6 string index costs ~1 s)
+            if truth_s.isna().any():  # (a boolean mask on a large string index is slow)
                 truth_s = truth_s[truth_s.notna().to_numpy()]
             truth_s = _normalise_label_values(truth_s)
 

@@ -17,12 +17,10 @@ with two deliberate exceptions from ``FLOAT32_MIN_LABELS`` answers on:
   float32 (per-task sums stay float64, posteriors are float64).  At that size the random
   table reads and the N x K exponentials dominate the iteration: float32 halves the cache
   misses (at 10^5 workers the float64 table, 20 MB, no longer fits in cache) and numpy's
-  float32 ``exp`` is SIMD (3-4x faster than float64 here); the E-step at 10^7 answers went
-  from 0.18 s to 0.11 s.  Posteriors agree with the float64 path to ~1e-6 (absolute), far
+  float32 ``exp`` is SIMD.  Posteriors agree with the float64 path to ~1e-6 (absolute), far
   below anything that changes a label;
-* the numba M-step scatters into a float32 count table (half the bytes per random update;
-  at 10^7 answers, K = 5 and 10^5 workers the pass went from 0.23 s to 0.16 s in a
-  same-process A/B), except for rows with more than ``FLOAT32_ROW_MAX_ANSWERS`` answers,
+* the numba M-step scatters into a float32 count table (half the bytes per random update),
+  except for rows with more than ``FLOAT32_ROW_MAX_ANSWERS`` answers,
   which go to a float64 side table.  The cap bounds the float32 error: a sum of n terms in
   [0, 1] is off by at most n * 2^-24 relative, 6e-5 at n = 1024, whereas a heavy worker's
   row (10^5 answers) would silently drop posterior mass below half a float32 ulp of its

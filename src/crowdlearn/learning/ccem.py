@@ -135,9 +135,10 @@ class CCEM(CrowdClassifier):
 class GeoCrowdNetF(CCEM):
     """CCEM + λ·(-log det FᵀF) on each mini-batch.
 
-    Default λ = 0.01 (the top of the music grid of the public re-implementation): the official
-    LabelMe grid value 0.1 gives 79.0% on labelme here but collapses music (10 classes, 64-item
-    batches) to ~41% test accuracy — the volume term then dominates the crowd likelihood.
+    Default λ = 0.01, the top of the music grid of the public re-implementation.  Larger
+    values (the official LabelMe grid's 0.1) let the volume term dominate the crowd likelihood
+    on small batches with many classes, and the classifier collapses.  (The value was checked
+    against test accuracy on music and labelme; benchmarks/RESULTS.md, section 0.)
     """
 
     _drop_last = True

@@ -255,7 +255,7 @@ class DeepBP(_EMLearner):
     -----
     The one-coin factor is what makes BP's integral one-dimensional; with many classes and
     class-specific confusions (labelme, K = 8) it is a mis-specified model and :class:`DeepMF`
-    (full Dirichlet rows) is more accurate (benchmarks/learning.py: 73.9 vs 78.5 %).
+    (full Dirichlet rows) fits such data better.
     Its strength is the sparse, spammer-heavy binary regime of the paper.
     """
 

@@ -7,11 +7,11 @@ kept unchanged.  Any registered aggregator then runs on the filled matrix.
 
 The default ``b = "median"`` (the median number of answers per worker) fills the denser half
 of the workers, whose behaviour the network has seen most of.  Filling everyone (``b = 0``,
-one reading of the paper) hands the aggregator far more predicted than real answers (music:
-44,000 vs 2,945), and strong vote-like aggregators then drift towards the network's own
-accuracy (music, 5 seeds: zbs -1.03, glad -0.86 points at b = 0).  The rule was chosen after
-looking at the gold of music and labelme (benchmarks/RESULTS.md, section 8), where every
-aggregator improves with it.
+one reading of the paper) hands the aggregator far more predicted than real answers, and the
+aggregators then drift towards the network's own accuracy, which hurts when the features
+predict the truth less well than the crowd does.  The default was compared with ``b = 0`` on
+simulated crowds with features of different strength (``benchmarks/tune_defaults.py``), not
+on the real benchmark sets.
 """
 
 from __future__ import annotations
@@ -93,10 +93,9 @@ class MMLCFill(BaseAggregator):
     """MMLC-df: aggregate crowd labels densified with MMLC's per-worker predictions.
 
     Caution: filled answers can outnumber real ones by orders of magnitude on sparse crowds
-    (cifar10n: about 120 to 1), and the aggregator then returns the network's own labels.
-    That helps when the features predict the answers well (music, labelme) and costs 22
-    points on cifar10n, whose pixel-PCA features give a 68% classifier against a 91% crowd
-    (benchmarks/RESULTS.md, section 8).  Compare with the base aggregator on the raw answers
+    (120 to 1 on cifar10n), and the aggregator then returns the network's own labels.
+    That helps when the features predict the answers well and costs a lot when they predict
+    them worse than the crowd does (benchmarks/RESULTS.md, section 8).  Compare with the base aggregator on the raw answers
     before trusting it on a new dataset.
 
     Parameters
@@ -119,8 +118,8 @@ class MMLCFill(BaseAggregator):
     threshold_ : int
         The threshold used (``b`` resolved to a number of answers).
     fill_ratio_ : float
-        Predicted answers added per real answer; above ``FILL_RATIO_WARNING`` (20; music is
-        about 7, cifar10n about 120) ``fit`` warns.
+        Predicted answers added per real answer; above ``FILL_RATIO_WARNING`` (20) ``fit``
+        warns.
     """
 
     def __crowd_tags__(self) -> Tags:

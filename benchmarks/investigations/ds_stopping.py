@@ -1,7 +1,7 @@
 """How much of the DS-vs-crowd-kit gap is the stopping rule?  Three tables, gold accuracy in %.
 
 crowd-kit 1.4.2's EM stops when its ELBO per answer gains less than 1e-5, which on some sets
-ends after 2-3 iterations (`n_iter` recorded in ``results/crowdkit_baseline.json``).  Those
+ends after 2-3 iterations (`n_iter` recorded in ``benchmarks/results/crowdkit_baseline.json``).  Those
 early stops are where crowd-kit's DS and one-coin beat ours.  This script shows it directly:
 
 1. ``ds`` and ``onecoin`` stopped after 1, 2, 3, ... iterations (``tol=0``), beside the
@@ -12,7 +12,7 @@ early stops are where crowd-kit's DS and one-coin beat ours.  This script shows 
 
 Usage::
 
-    python benchmarks/ds_stopping.py [--data-root ../shared/data] [--datasets ...]
+    python benchmarks/investigations/ds_stopping.py [--data-root ../shared/data] [--datasets ...]
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from crowdlearn.aggregation import DawidSkene, OneCoinDawidSkene
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
 from crowdlearn.core.io import load_folder
 
-HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-BASELINE = HERE / "results" / "crowdkit_baseline.json"
+BENCH = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = BENCH.parent.parent / "shared" / "data"
+BASELINE = BENCH / "results" / "crowdkit_baseline.json"
 ITERS = (1, 2, 3, 4, 5, 10, 20, 100)
 STOP_SETS = ("duchenne", "product", "zencrowd_all", "zencrowd_us")
 CONVERGED = dict(tol=1e-10, max_iter=2000)

@@ -12,15 +12,15 @@ and one-coin on every categorical dataset three ways, in crowd-kit's venv:
 
 and prints them beside crowdlearn's ``ds`` / ``onecoin`` and, for best-vs-best, every
 registered crowdlearn method against every crowd-kit method (the other crowd-kit methods
-from ``results/crowdkit_baseline.json``; they do not use this objective).
+from ``benchmarks/results/crowdkit_baseline.json``; they do not use this objective).
 
 Usage::
 
-    python benchmarks/crowdkit_objective.py [--data-root ../shared/data] [--datasets ...]
+    python benchmarks/investigations/crowdkit_objective.py [--data-root ../shared/data] [--datasets ...]
         [--methods ...]   # crowdlearn methods for best-vs-best (default: all registered)
 
 Takes ~15 minutes with every registered method (1 minute of it crowd-kit).  A run over all
-datasets (no ``--datasets``) saves crowd-kit's results to ``results/crowdkit_objective.json``.
+datasets (no ``--datasets``) saves crowd-kit's results to ``benchmarks/results/crowdkit_objective.json``.
 """
 
 from __future__ import annotations
@@ -33,15 +33,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from crowdkit_bridge import VENV_PY, available
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from crowdkit_bridge import VENV_PY, available  # noqa: E402
+
 from crowdlearn.benchmarking import categorical_datasets, run_methods
 from crowdlearn.core.io import load_folder
 from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
-BASELINE = HERE / "results" / "crowdkit_baseline.json"
-OUT = HERE / "results" / "crowdkit_objective.json"
+BENCH = HERE.parent
+DEFAULT_DATA = BENCH.parent.parent / "shared" / "data"
+BASELINE = BENCH / "results" / "crowdkit_baseline.json"
+OUT = BENCH / "results" / "crowdkit_objective.json"
 EM_METHODS = {"DawidSkene": "ds", "OneCoinDawidSkene": "onecoin"}
 
 
