@@ -40,7 +40,13 @@ import numpy as np
 
 from ..core.base import Tags
 from ..core.data import CrowdLabels
-from ..core.stats import answer_log_sum, dirichlet_expected_log, soft_confusions, vote_fractions
+from ..core.stats import (
+    answer_log_sum,
+    dirichlet_expected_log,
+    one_coin_confusions,
+    soft_confusions,
+    vote_fractions,
+)
 from .base import CustomLoopClassifier
 from .estep import bp_one_coin, mean_field_dirichlet, reliability_nodes
 from .numerics import batch_edges, clipped_proba, log_normalize
@@ -305,11 +311,7 @@ class DeepBP(_EMLearner):
         a = self.alpha + np.bincount(data.worker, right, data.n_workers)
         b = self.beta + np.bincount(data.worker, 1 - right, data.n_workers)
         self.skills_ = a / (a + b)
-        off = (1 - self.skills_) / (k - 1)
-        conf = np.repeat(off[:, None, None], k, 1).repeat(k, 2)
-        idx = np.arange(k)
-        conf[:, idx, idx] = self.skills_[:, None]
-        self.confusions_ = conf
+        self.confusions_ = one_coin_confusions(self.skills_, k)
 
     def _e_step(self, data, net_p, post):
         prior = clipped_proba(net_p, self.clip)
