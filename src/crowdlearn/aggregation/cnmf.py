@@ -234,20 +234,6 @@ class CoupledNMF(MomentThenEM):
         self.compare_with_mv = compare_with_mv
         self.random_state = random_state
 
-    def _check_params(self):
-        for name in ("min_shared", "max_partners", "max_workers", "max_dim", "min_partners"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("n_impute_iter", "n_nmf_iter"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        if not (np.isfinite(self.floor) and 0 <= self.floor < 1):
-            raise ValueError(f"floor must be a number in [0, 1), got {self.floor}")
-
-    def _fit(self, data, gold, init):
-        self._check_params()
-        return super()._fit(data, gold, init)
-
     # ------------------------------------------------------------------ moments
     def _moment_step(self, data):
         m, k = data.n_workers, data.n_classes

@@ -232,7 +232,39 @@ class DawidSkene(ConfusionAggregator):
 
 
 
-class OneCoinDawidSkene(DawidSkene):
+class _SymmetricErrorsDawidSkene(DawidSkene):
+    """Dawid-Skene with a worker's errors spread evenly over the wrong classes.
+
+    ``confusions_[w, j, j] = p_{w,j}`` and ``confusions_[w, j, l] = (1 - p_{w,j}) / (K - 1)``
+    for ``l != j``: the E-step is Dawid-Skene's, the M-step estimates only the accuracies
+    (:meth:`_accuracies`, one per worker or one per worker and true class).  ``alpha`` is the
+    pseudo-count of each of "right" and "wrong" (a symmetric Beta prior on the accuracy) and
+    ``diag_alpha`` an extra pseudo-count on "right".  The shared base of
+    :class:`OneCoinDawidSkene` and :class:`ClassConditionalDawidSkene`.
+    """
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        alpha: float = 1.0,
+        diag_alpha: float = 1.0,
+        prior_alpha: float = 1.0,
+        backend: str = "auto",
+        random_state: int | None = 0,
+        n_jobs: int | None = None,
+    ) -> None:
+        super().__init__(max_iter, tol, alpha, diag_alpha, prior_alpha, backend, random_state, n_jobs)
+
+    def _accuracies(self, counts: np.ndarray) -> np.ndarray:
+        """MAP accuracies ``p`` (W, K) from the soft counts ``counts[w, true, answered]``."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _log_confusions(self, counts, pseudo):
+        return _coin_log_confusions(self._accuracies(counts), counts.shape[1])
+
+
+class OneCoinDawidSkene(_SymmetricErrorsDawidSkene):
     """One-coin Dawid-Skene: worker ``w`` is right with probability ``p_w``.
 
     ``confusions_[w] = p_w I + (1 - p_w) / (K - 1) (11^T - I)``; the M-step is
@@ -250,29 +282,16 @@ class OneCoinDawidSkene(DawidSkene):
     pseudo-count is negligible.
     """
 
-    def __init__(
-        self,
-        max_iter: int = 100,
-        tol: float = 1e-7,
-        alpha: float = 1.0,
-        diag_alpha: float = 1.0,
-        prior_alpha: float = 1.0,
-        backend: str = "auto",
-        random_state: int | None = 0,
-        n_jobs: int | None = None,
-    ) -> None:
-        super().__init__(max_iter, tol, alpha, diag_alpha, prior_alpha, backend, random_state, n_jobs)
-
-    def _log_confusions(self, counts, pseudo):
+    def _accuracies(self, counts):
         k = counts.shape[1]
         a_right = self.alpha + self.diag_alpha
         right = np.einsum("wjj->w", counts) + a_right
         total = counts.sum(axis=(1, 2)) + a_right + self.alpha
         p = right / total
-        return _coin_log_confusions(p[:, None] * np.ones((1, k)), k)
+        return p[:, None] * np.ones((1, k))
 
 
-class ClassConditionalDawidSkene(DawidSkene):
+class ClassConditionalDawidSkene(_SymmetricErrorsDawidSkene):
     """Class-conditional one-coin model: an accuracy ``p_{w,j}`` per worker and true class.
 
     ``confusions_[w, j, j] = p_{w,j}``, the remaining mass spread evenly over the other
@@ -283,25 +302,11 @@ class ClassConditionalDawidSkene(DawidSkene):
     :class:`OneCoinDawidSkene` (each ``p_{w,j}`` sees even fewer answers than ``p_w``).
     """
 
-    def __init__(
-        self,
-        max_iter: int = 100,
-        tol: float = 1e-7,
-        alpha: float = 1.0,
-        diag_alpha: float = 1.0,
-        prior_alpha: float = 1.0,
-        backend: str = "auto",
-        random_state: int | None = 0,
-        n_jobs: int | None = None,
-    ) -> None:
-        super().__init__(max_iter, tol, alpha, diag_alpha, prior_alpha, backend, random_state, n_jobs)
-
-    def _log_confusions(self, counts, pseudo):
-        k = counts.shape[1]
+    def _accuracies(self, counts):
         a_right = self.alpha + self.diag_alpha
         right = np.einsum("wjj->wj", counts) + a_right
         total = counts.sum(axis=2) + a_right + self.alpha
-        return _coin_log_confusions(right / total, k)
+        return right / total
 
 
 def _coin_log_confusions(p: np.ndarray, k: int) -> np.ndarray:

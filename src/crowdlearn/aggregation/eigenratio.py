@@ -41,6 +41,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..core.data import CrowdLabels
+from ..core.stats import one_coin_confusions
 from .moments import Degenerate, MomentThenEM
 
 __all__ = ["EigenRatio"]
@@ -189,7 +190,5 @@ class EigenRatio(MomentThenEM):
             p_est = (hit + 1.0) / (tot + 2.0)  # Laplace-smoothed agreement with the posterior
             acc[~known] = np.clip(p_est[~known], 1.0 / k * (1 - 1e-3), 1 - 1e-3)
         self.worker_skill_ = np.where(known, s, (k * acc - 1) / (k - 1))
-        off = (1.0 - acc) / (k - 1)
-        conf_cols = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
-        conf_cols[:, np.arange(k), np.arange(k)] = acc[:, None]
-        return conf_cols, np.full(k, 1.0 / k)
+        # one-coin confusions are symmetric: the same in column (true-class) orientation
+        return one_coin_confusions(acc, k), np.full(k, 1.0 / k)

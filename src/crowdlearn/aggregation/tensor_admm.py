@@ -271,10 +271,8 @@ class TensorADMM(MomentThenEM):
         self.random_state = random_state
 
     def _fit(self, data, gold, init):
-        for name in ("min_shared", "max_partners", "max_workers", "min_shared_triple"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("n_outer", "n_inner", "max_triples", "max_triples_per_worker"):
+        # sizes, round counts, outer_tol and floor are checked by name (core.params)
+        for name in ("max_triples", "max_triples_per_worker"):
             if int(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not (np.isfinite(self.prox) and self.prox >= 0):
@@ -283,10 +281,6 @@ class TensorADMM(MomentThenEM):
             raise ValueError(
                 f"triple_weight must be a finite number >= 0, got {self.triple_weight}"
             )
-        if not (np.isfinite(self.floor) and 0 <= self.floor < 1):
-            raise ValueError(f"floor must be a number in [0, 1), got {self.floor}")
-        if not (np.isfinite(self.outer_tol) and self.outer_tol >= 0):
-            raise ValueError(f"outer_tol must be a finite number >= 0, got {self.outer_tol}")
         return super()._fit(data, gold, init)
 
     def _moment_step(self, data):

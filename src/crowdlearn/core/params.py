@@ -2,7 +2,8 @@
 
 The same name means the same kind of quantity in every method of the library: ``tol`` is a
 stopping threshold (a finite number >= 0), ``max_iter`` / ``n_iter`` and the other round
-counts are whole numbers >= 0, ``alpha`` / ``beta`` / ``prior_alpha`` / ``diag_alpha`` / ...
+counts are whole numbers >= 0, ``min_shared`` / ``max_workers`` and the other sizes of the
+moment methods whole numbers >= 1, ``alpha`` / ``beta`` / ``prior_alpha`` / ``diag_alpha`` / ...
 are Dirichlet or Beta pseudo-counts (finite numbers >= 0), and so on.  :func:`check_params`
 applies those rules to an estimator's ``get_params()`` when it is fitted, so a bad value gives
 one ``ValueError`` naming the parameter, instead of a comparison error deep inside a loop or a
@@ -16,13 +17,20 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["check_params", "ROUND_COUNTS", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE", "FRACTIONS"]
+__all__ = [
+    "check_params", "ROUND_COUNTS", "SIZES", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE", "FRACTIONS",
+]
 
 #: numbers of iterations, rounds or restarts: whole numbers >= 0
 ROUND_COUNTS = frozenset({
     "max_iter", "n_iter", "inner_iter", "m_step_max_iter", "n_em_iter", "n_kl_iter",
     "n_power_iter", "n_restarts", "n_outer", "n_inner", "n_impute_iter", "n_nmf_iter",
     "n_diag_iter",
+})
+#: sizes of the worker-pair statistics of the moment methods (shared tasks a pair needs,
+#: partners and workers kept, matrix side): whole numbers >= 1
+SIZES = frozenset({
+    "min_shared", "max_partners", "max_workers", "max_dim", "min_partners", "min_shared_triple",
 })
 #: stopping thresholds: finite numbers >= 0 (0 = run every round)
 TOLERANCES = frozenset({"tol", "outer_tol", "eps"})
@@ -34,7 +42,7 @@ PSEUDO_COUNTS = frozenset({
 #: scales and variances that must be finite and > 0
 POSITIVE = frozenset({"lambda_worker", "lr_init", "alpha_prior_var", "log_beta_prior_var"})
 #: probabilities and fractions: (name -> (low, high, high included))
-FRACTIONS = {"default_noise": (0.0, 1.0, True), "trim": (0.0, 0.5, False)}
+FRACTIONS = {"default_noise": (0.0, 1.0, True), "trim": (0.0, 0.5, False), "floor": (0.0, 1.0, False)}
 #: parameters for which None means "the method's own choice"
 _NONE_ALLOWED = frozenset({"alpha_off", "smoothing"})
 
@@ -64,6 +72,9 @@ def _problem(name: str, value: Any) -> str | None:
         else:
             ok = _is_number(value) and math.isfinite(value) and value >= 0 and float(value).is_integer()
         return None if ok else "a whole number >= 0"
+    if name in SIZES:
+        ok = _is_number(value) and math.isfinite(value) and value >= 1 and float(value).is_integer()
+        return None if ok else "a whole number >= 1"
     if name in TOLERANCES:
         ok = _is_number(value) and math.isfinite(value) and value >= 0
         return None if ok else "a finite number >= 0"

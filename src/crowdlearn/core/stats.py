@@ -39,6 +39,7 @@ __all__ = [
     "soft_confusions",
     "answer_log_sum",
     "confusions_from_log_table",
+    "one_coin_confusions",
     "expected_skills",
     "dirichlet_expected_log",
     "beta_expected_logs",
@@ -174,6 +175,32 @@ def confusions_from_log_table(log_table: np.ndarray, n_workers: int) -> np.ndarr
     """The E-step table ``[w * K + answered, true]`` (log scale) as ``conf[w, true, answered]``."""
     k = log_table.shape[1]
     return np.exp(log_table.reshape(n_workers, k, k).transpose(0, 2, 1))
+
+
+def one_coin_confusions(accuracy, n_classes: int) -> np.ndarray:
+    """One-coin confusions: ``accuracy`` on the diagonal, the errors spread evenly.
+
+    ``conf[w, j, l] = a_w`` if ``l == j`` else ``(1 - a_w) / (K - 1)``: the symmetric
+    channel of Dawid-Skene's one-parameter special case (Karger, Oh and Shah, 2011).
+
+    Parameters
+    ----------
+    accuracy : float or array of shape (n,)
+    n_classes : int
+
+    Returns
+    -------
+    ndarray, shape (n, K, K), or (K, K) for a scalar accuracy
+    """
+    acc = np.asarray(accuracy, dtype=np.float64)
+    if acc.ndim == 0:
+        return one_coin_confusions(acc[None], n_classes)[0]
+    k = int(n_classes)
+    off = (1.0 - acc) / (k - 1)
+    conf = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
+    idx = np.arange(k)
+    conf[:, idx, idx] = acc[:, None]
+    return conf
 
 
 def expected_skills(confusions: np.ndarray, prior: np.ndarray) -> np.ndarray:

@@ -40,7 +40,13 @@ import numpy as np
 
 from ..core.base import Tags
 from ..core.data import CrowdLabels
-from ..core.stats import answer_log_sum, dirichlet_expected_log, soft_confusions, vote_fractions
+from ..core.stats import (
+    answer_log_sum,
+    dirichlet_expected_log,
+    one_coin_confusions,
+    soft_confusions,
+    vote_fractions,
+)
 from .base import CustomLoopClassifier
 from .estep import bp_one_coin, mean_field_dirichlet, reliability_nodes
 from .numerics import batch_edges, clipped_proba, log_normalize
@@ -305,11 +311,7 @@ class DeepBP(_EMLearner):
         a = self.alpha + np.bincount(data.worker, right, data.n_workers)
         b = self.beta + np.bincount(data.worker, 1 - right, data.n_workers)
         self.skills_ = a / (a + b)
-        off = (1 - self.skills_) / (k - 1)
-        conf = np.repeat(off[:, None, None], k, 1).repeat(k, 2)
-        idx = np.arange(k)
-        conf[:, idx, idx] = self.skills_[:, None]
-        self.confusions_ = conf
+        self.confusions_ = one_coin_confusions(self.skills_, k)
 
     def _e_step(self, data, net_p, post):
         prior = clipped_proba(net_p, self.clip)
@@ -379,39 +381,36 @@ class BayesDGC(CustomLoopClassifier):
         np.add.at(eta_th, (data.worker, slice(None), data.label), mv[data.task])
         opt = self._make_optimizer(self.net_.parameters())
         step = 0
+
+        def batch_loss(b):
+            nonlocal eta_pi, eta_th, step
+            idx = torch.as_tensor(b, device=X.device)
+            e_pi = dirichlet_expected_log(eta_pi)
+            e_th = dirichlet_expected_log(eta_th)
+            # gamma(x) is a potential on y; p(y | x) ∝ pi_y exp(gamma(x)_y) so the network is
+            # fitted through the combined softmax: fitting softmax(gamma) alone to q counts the
+            # class prior twice and collapses onto the majority class (observed).
+            logp = torch.log_softmax(self.net_(X[idx]) + torch.as_tensor(e_pi, dtype=torch.float32, device=X.device), -1)
+            gamma = logp.detach().cpu().numpy().astype(float) - e_pi[None]
+            # local step: only the batch's own answers enter each task's sum
+            edges, pos = batch_edges(data.task_ptr, b)
+            crowd = np.zeros((len(b), k))
+            np.add.at(crowd, pos, e_th[data.worker[edges], :, data.label[edges]])
+            q = log_normalize(e_pi[None] + gamma + crowd)
+            # global natural-gradient step (sign-correct), stats scaled by N/|B|
+            rho = (step + self.tau + 1.0) ** (-self.kappa)
+            step += 1
+            scale = n / len(b)
+            stat_th = np.zeros((m, k, k))
+            np.add.at(stat_th, (data.worker[edges], slice(None), data.label[edges]), q[pos])
+            eta_pi = (1 - rho) * eta_pi + rho * (eta0_pi + scale * q.sum(0))
+            eta_th = (1 - rho) * eta_th + rho * (eta0_th[None] + scale * stat_th)
+            # network step (taken by _train_epoch) on the surrogate ELBO term E_q[log p(y | x)]
+            return -(torch.as_tensor(q, dtype=torch.float32, device=X.device) * logp).sum(1).mean()
+
         for _ in range(self.epochs):
             self.net_.train()
-            tot, nb = 0.0, 0
-            for b in self._batches(n):
-                idx = torch.as_tensor(b, device=X.device)
-                e_pi = dirichlet_expected_log(eta_pi)
-                e_th = dirichlet_expected_log(eta_th)
-                # gamma(x) is a potential on y; p(y | x) ∝ pi_y exp(gamma(x)_y) so the network is
-                # fitted through the combined softmax: fitting softmax(gamma) alone to q counts the
-                # class prior twice and collapses onto the majority class (observed).
-                logp = torch.log_softmax(self.net_(X[idx]) + torch.as_tensor(e_pi, dtype=torch.float32, device=X.device), -1)
-                gamma = logp.detach().cpu().numpy().astype(float) - e_pi[None]
-                # local step: only the batch's own answers enter each task's sum
-                edges, pos = batch_edges(data.task_ptr, b)
-                crowd = np.zeros((len(b), k))
-                np.add.at(crowd, pos, e_th[data.worker[edges], :, data.label[edges]])
-                q = log_normalize(e_pi[None] + gamma + crowd)
-                # global natural-gradient step (sign-correct), stats scaled by N/|B|
-                rho = (step + self.tau + 1.0) ** (-self.kappa)
-                scale = n / len(b)
-                stat_th = np.zeros((m, k, k))
-                np.add.at(stat_th, (data.worker[edges], slice(None), data.label[edges]), q[pos])
-                eta_pi = (1 - rho) * eta_pi + rho * (eta0_pi + scale * q.sum(0))
-                eta_th = (1 - rho) * eta_th + rho * (eta0_th[None] + scale * stat_th)
-                # network step on the surrogate ELBO term E_q[log p(y | x)]
-                loss = -(torch.as_tensor(q, dtype=torch.float32, device=X.device) * logp).sum(1).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                step += 1
-                tot += float(loss.detach())
-                nb += 1
-            self._log_epoch(tot / max(nb, 1))
+            self._train_epoch(self._batches(n), batch_loss, opt)
         self.n_iter_ = step
         self.converged_ = True
         self._e_log_pi = dirichlet_expected_log(eta_pi)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.stats import one_coin_confusions
+
 __all__ = ["Beta", "WorkerSpec", "one_coin_confusions"]
 
 
@@ -57,32 +59,6 @@ def _as_values(value: Range, shape: tuple[int, ...], rng: np.random.Generator, w
     if np.any((out < 0) | (out > 1)) or not np.all(np.isfinite(out)):
         raise ValueError(f"{what} values must lie in [0, 1]")
     return out
-
-
-def one_coin_confusions(accuracy, n_classes: int) -> np.ndarray:
-    """One-coin confusions: ``accuracy`` on the diagonal, the errors spread evenly.
-
-    ``conf[w, j, l] = a_w`` if ``l == j`` else ``(1 - a_w) / (K - 1)``: the symmetric
-    channel of Dawid-Skene's one-parameter special case (Karger, Oh and Shah, 2011).
-
-    Parameters
-    ----------
-    accuracy : float or array of shape (n,)
-    n_classes : int
-
-    Returns
-    -------
-    ndarray, shape (n, K, K), or (K, K) for a scalar accuracy
-    """
-    acc = np.asarray(accuracy, dtype=np.float64)
-    if acc.ndim == 0:
-        return one_coin_confusions(acc[None], n_classes)[0]
-    k = int(n_classes)
-    off = (1.0 - acc) / (k - 1)
-    conf = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
-    idx = np.arange(k)
-    conf[:, idx, idx] = acc[:, None]
-    return conf
 
 
 def _dirichlet_confusions(diag: np.ndarray, k: int, concentration: float, rng) -> np.ndarray:

@@ -14,23 +14,22 @@ import pandas as pd
 from ..core.data import CrowdLabels
 from ..simulate import dawid_skene
 from ..simulate.features import annotate
+from ..simulate.features import class_features as simulated_class_features
 
 __all__ = ["class_features", "clusters", "planted_confusions", "toy_crowd", "perfect_crowd",
            "planted_crowd", "renamed"]
 
 
 def class_features(y, n_features: int = 5, separation: float = 4.0, seed: int = 0) -> np.ndarray:
-    """Features ``x_n = mu_{y_n} + eps_n`` with ``eps_n ~ N(0, I)``.
+    """Features ``x_n = mu_{y_n} + eps_n`` with ``eps_n ~ N(0, I)``, one centre per class of ``y``.
 
-    The class centres ``mu_j`` are random directions of norm ``separation``, so the classes
-    are separable by a linear classifier up to the Gaussian overlap.
+    :func:`crowdlearn.simulate.features.class_features` with ``K = max(y) + 1`` and the
+    checks' defaults (well separated, few dimensions): the classes are separable by a linear
+    classifier up to the Gaussian overlap.
     """
     y = np.asarray(y)
-    rng = np.random.default_rng(seed)
     k = int(y.max()) + 1 if y.size else 1
-    centres = rng.normal(size=(k, n_features))
-    centres *= separation / np.linalg.norm(centres, axis=1, keepdims=True)
-    return centres[y] + rng.normal(size=(len(y), n_features))
+    return simulated_class_features(y, k, n_features, separation, seed)[0]
 
 
 def clusters(n: int = 400, k: int = 3, d: int = 8, separation: float = 4.0, seed: int = 0):
