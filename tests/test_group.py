@@ -79,3 +79,15 @@ def test_given_groups_and_orientation():
     assert copier_diag > 0.85
     with pytest.raises(ValueError, match="no group given"):
         cl.GroupAwareDawidSkene(groups={0: 1}).fit(data)
+
+
+def test_no_pseudo_counts_gives_no_nan_on_sparse_crowds():
+    """alpha = diag_alpha = 0: empty confusion rows are uniform, not 0/0 (NaN posteriors)."""
+    from crowdlearn import simulate
+    from crowdlearn.aggregation.group import GroupAwareDawidSkene
+
+    data = simulate.dawid_skene(n_tasks=60, n_workers=40, n_classes=4, labels_per_task=2, seed=3)
+    est = GroupAwareDawidSkene(alpha=0.0, diag_alpha=0.0).fit(data)
+    assert np.all(np.isfinite(est.probas_.to_numpy()))
+    assert np.all(np.isfinite(est.confusions_))
+    np.testing.assert_allclose(est.confusions_.sum(axis=2), 1.0)

@@ -93,6 +93,17 @@ def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: in
     return pd.Series(remap[comp], index=data.workers, name="group")
 
 
+def _rows_or_uniform(counts: np.ndarray) -> np.ndarray:
+    """Rows (last axis) normalised to sum 1; a row without mass is uniform.
+
+    Without pseudo-counts (``alpha = diag_alpha = 0``) a (group, true class) row that no
+    posterior mass reaches is 0/0; it carries no information, so it is uniform, as in
+    Dawid-Skene's M-step.
+    """
+    tot = counts.sum(axis=-1, keepdims=True)
+    return np.where(tot > 0, counts / np.where(tot > 0, tot, 1.0), 1.0 / counts.shape[-1])
+
+
 class GroupAwareDawidSkene(BaseAggregator):
     """Dawid-Skene with groups of dependent workers sharing a hidden group label.
 
@@ -198,12 +209,12 @@ class GroupAwareDawidSkene(BaseAggregator):
             # ---- M-step
             gam = np.full((n_g, k, k), self.alpha) + self.diag_alpha * eye  # as DawidSkene's
             gam += (to_group @ joint.reshape(n_u, k * k)).reshape(n_g, k, k)
-            gam /= gam.sum(axis=2, keepdims=True)
+            gam = _rows_or_uniform(gam)
             zmarg = joint.sum(axis=1)  # (U, K) over b
             fid = np.full((n_w, k, k), self.alpha) + self.diag_alpha * eye
             # fid[w, b, a] += zmarg[unit of the answer, b] for every answer (w, a)
             fid += (to_cell @ zmarg[unit]).reshape(n_w, k, k).transpose(0, 2, 1)
-            fid /= fid.sum(axis=2, keepdims=True)
+            fid = _rows_or_uniform(fid)
             fid[alone] = eye
             prior = post.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
