@@ -112,7 +112,7 @@ def test_mmlc_learns_workers_and_is_deterministic():
     np.testing.assert_allclose(pa.sum(1), 1.0, atol=1e-9)
     # worker w0 is perfect: its predicted answers are the truth
     assert np.mean(a.predict_worker(data.features, "w0") == data.truth) > 0.95
-    assert a.history_[-1] < a.history_[0]
+    assert a.history_[-1]["loss"] < a.history_[0]["loss"]
     c = MMLC(**SMALL, random_state=4).fit(data)
     assert not np.array_equal(c.worker_projections_.to_numpy(), a.worker_projections_.to_numpy())
 
