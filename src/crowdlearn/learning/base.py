@@ -191,6 +191,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
     """
 
     _drop_last = False  # methods with batch-level statistics (log-det of F) set True
+    _min_classes = 2  # a classifier of the truth needs two classes; a model of the answers, one
 
     def __crowd_tags__(self) -> Tags:
         # trains on item features; the seed drives initialisation and shuffling, so numbers
@@ -350,8 +351,9 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             raise ValueError(f"labels must be a CrowdLabels, got {type(labels).__name__}")
         if labels.n_labels == 0:
             raise ValueError("labels holds no answers")
-        if labels.n_classes < 2:
-            raise ValueError(f"need at least 2 classes to learn a classifier, got {labels.n_classes}")
+        if labels.n_classes < self._min_classes:
+            raise ValueError(f"need at least {self._min_classes} classes to learn a classifier, "
+                             f"got {labels.n_classes}")
         self._check_params()
         X = align_features(X, labels, task_index)
         data = labels

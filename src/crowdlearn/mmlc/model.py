@@ -179,6 +179,9 @@ class MMLC(CrowdClassifier):
         Epochs run and the epoch whose weights were kept.
     """
 
+    _min_classes = 1  # the answers of a single-class crowd are still a (trivial) model
+
+
     def __init__(self, n_experts=None, expert_hidden=None, expert_out=None, gate="softmax", gate_hidden=None,
                  tower_hidden=(32,), tower_activation="relu", epochs=None, batch_size=None, lr=5e-3,
                  weight_decay=0.0, dropout=0.0, validation_fraction=0.0, patience=None, standardize=True,
