@@ -112,7 +112,7 @@ def test_mmlc_learns_workers_and_is_deterministic():
     np.testing.assert_allclose(pa.sum(1), 1.0, atol=1e-9)
     # worker w0 is perfect: its predicted answers are the truth
     assert np.mean(a.predict_worker(data.features, "w0") == data.truth) > 0.95
-    assert a.history_[-1] < a.history_[0]
+    assert a.history_[-1]["loss"] < a.history_[0]["loss"]
     c = MMLC(**SMALL, random_state=4).fit(data)
     assert not np.array_equal(c.worker_projections_.to_numpy(), a.worker_projections_.to_numpy())
 
@@ -252,3 +252,24 @@ def test_music_oracle_accuracy():
     d = d.subset(d.tasks[d.labels_per_task() > 0])
     est = MMLCOracle().fit(d)
     assert np.mean(est.label_codes_ == d.truth) > 0.75
+
+
+def test_mmlc_held_out_answers_early_stopping():
+    """The learner base's trainer and early-stopping rule: the restored weights are the best
+    held-out epoch's, training stops ``patience`` epochs later, and the split is of answers."""
+    data = _crowd([0.9, 0.8, 0.6, 0.5], n_tasks=120)
+    m = MMLC(**{**SMALL, "epochs": 300, "lr": 3e-2}, validation_fraction=0.3, patience=3, random_state=1).fit(data)
+    val = np.array([h["val_loss"] for h in m.history_])
+    assert len(m.history_) == m.n_epochs_ < 300
+    assert m.n_epochs_ == m.best_epoch_ + 1 + 3
+    assert m.best_epoch_ == int(np.argmin(val))
+    # the restored network scores the held-out answers at the best recorded criterion
+    rng = np.random.default_rng(1)  # the split is the first draw of the seed's generator
+    held = np.sort(rng.permutation(data.n_labels)[: int(round(0.3 * data.n_labels))])
+    proj = m.worker_projections_.to_numpy()[data.worker[held]]
+    p = m.predict_proba(data.features[data.task[held]], proj)
+    ce = -np.mean(np.log(p[np.arange(len(held)), data.label[held]]))
+    assert ce == pytest.approx(val.min(), rel=1e-4)
+    assert not hasattr(m, "probas_")  # a model of the answers, not of the truth
+    with pytest.raises(ValueError, match="patience"):
+        MMLC(patience=0).fit(data)

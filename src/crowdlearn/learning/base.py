@@ -18,6 +18,16 @@ prediction (``predict_proba`` / ``predict`` use only ``net_``) and the pandas ou
 
 Hooks of the mini-batch trainer:
 
+``_build_net(n_features, n_classes, data) -> nn.Module``  (optional)
+    Create the trained network ``net_`` (default: the backbone ``f(x) -> K logits``).  A model
+    that is not a backbone (MMLC's worker-gated mixture of experts) returns its own network.
+``_training_units(data) -> ndarray``  (optional)
+    The indices the trainer splits into training / held-out sets, shuffles and batches
+    (default: the codes of the labelled tasks).  A method whose unit is one answer (MMLC)
+    returns answer indices instead.
+``_unit_batch(units)`` and ``_batch_loss(batch, train=True) -> scalar tensor``  (optional)
+    Turn a mini-batch of units into the batch object, and give its objective.  The default is
+    a :class:`Batch` of tasks and ``_loss(net_(batch.x), batch, train)``.
 ``_build(n_features, n_classes, n_workers, data) -> nn.Module | None``
     Create the worker model (crowd layer, confusion matrices, ...); its parameters are trained
     jointly with the backbone.  Called after the backbone ``net_`` exists.
@@ -49,7 +59,6 @@ generator is left untouched).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import sys
 import time
@@ -63,6 +72,7 @@ from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_seed
 from ..core.data import CrowdLabels
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
+from .early_stopping import EarlyStopping
 from .torch_utils import resolve_device, seed_everything, torch
 
 nn = torch.nn
@@ -182,6 +192,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
     """
 
     _drop_last = False  # methods with batch-level statistics (log-det of F) set True
+    _min_classes = 2  # a classifier of the truth needs two classes; a model of the answers, one
 
     def __crowd_tags__(self) -> Tags:
         # trains on item features; the seed drives initialisation and shuffling, so numbers
@@ -213,6 +224,22 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ hooks
+    def _build_net(self, n_features: int, n_classes: int, data: CrowdLabels):
+        """The network ``net_`` to train (default: a fresh backbone; seed torch first)."""
+        return self._new_backbone(n_features, n_classes)
+
+    def _training_units(self, data: CrowdLabels) -> np.ndarray:
+        """Indices the trainer splits, shuffles and batches (default: the labelled task codes)."""
+        return np.flatnonzero(np.diff(data.task_ptr) > 0)
+
+    def _unit_batch(self, units: np.ndarray):
+        """The batch object of the training units ``units`` (default: a :class:`Batch` of tasks)."""
+        return self._batch(units)
+
+    def _batch_loss(self, batch, train: bool = True):
+        """The objective of one batch (default: ``_loss(net_(batch.x), batch, train)``)."""
+        return self._loss(self.net_(batch.x), batch, train=train)
+
     def _build(self, n_features: int, n_classes: int, n_workers: int, data: CrowdLabels):
         return None
 
@@ -299,18 +326,15 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
     def _modules(self):
         return [m for m in (self.net_, self.head_) if m is not None]
 
-    def _state(self):
-        return [copy.deepcopy(m.state_dict()) for m in self._modules()]
-
     def _mean_loss(self, idx: np.ndarray) -> float:
         for m in self._modules():
             m.eval()
         tot, n = 0.0, 0
         with torch.no_grad():
             for s in range(0, len(idx), 1024):
-                b = self._batch(idx[s : s + 1024])
-                tot += float(self._loss(self.net_(b.x), b, train=False)) * len(b.idx)
-                n += len(b.idx)
+                units = idx[s : s + 1024]
+                tot += float(self._batch_loss(self._unit_batch(units), train=False)) * len(units)
+                n += len(units)
         return tot / max(n, 1)
 
     # ------------------------------------------------------------------ fit
@@ -328,8 +352,9 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             raise ValueError(f"labels must be a CrowdLabels, got {type(labels).__name__}")
         if labels.n_labels == 0:
             raise ValueError("labels holds no answers")
-        if labels.n_classes < 2:
-            raise ValueError(f"need at least 2 classes to learn a classifier, got {labels.n_classes}")
+        if labels.n_classes < self._min_classes:
+            raise ValueError(f"need at least {self._min_classes} classes to learn a classifier, "
+                             f"got {labels.n_classes}")
         self._check_params()
         X = align_features(X, labels, task_index)
         data = labels
@@ -348,9 +373,11 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             seed_everything(seed)
             self._rng = np.random.default_rng(seed)
             Xt = self._to_tensor(X)
-            self.net_ = self._new_backbone(X.shape[1], data.n_classes)
+            self.net_ = self._build_net(X.shape[1], data.n_classes, data)
             post = self._fit_model(Xt, data)
         del self._rng, self._t0, self._fit_seed
+        if post is None:  # a model of the answers, not of the truth (MMLC): no task posteriors
+            return self
         post = np.nan_to_num(np.asarray(post, dtype=float), nan=1.0 / data.n_classes)
         post = np.clip(post, 0.0, None)
         post /= post.sum(1, keepdims=True)
@@ -362,14 +389,16 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         """The mini-batch trainer over the hooks above; returns the task posteriors (N, K).
 
         ``X`` holds the standardised features of all tasks; ``net_`` exists and the seeded
-        generators are set.  :class:`CustomLoopClassifier` methods replace this method.
+        generators are set.  :class:`CustomLoopClassifier` methods replace this method, as do
+        models of the answers rather than of the truth (MMLC), which return None (then
+        ``probas_`` and ``labels_`` are not set).
         """
         callbacks = list(self.callbacks or ())
         if self.verbose:
             callbacks.append(ProgressBar(every=10))
         self._X = X
         self._answers = TaskAnswers.from_labels(data, self.device_)
-        labelled = np.flatnonzero(np.diff(data.task_ptr) > 0)
+        labelled = self._training_units(data)
         train_idx, val_idx = self._split(labelled, self._rng)
         for cb in callbacks:
             getattr(cb, "on_train_begin", lambda est: None)(self)
@@ -382,7 +411,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             self.refit_epochs_ = max(1, int(round((self.best_epoch_ + 1) * len(labelled) / len(train_idx))))
             seed_everything(self._seed())
             self._rng = np.random.default_rng(self._seed())
-            self.net_ = self._new_backbone(X.shape[1], data.n_classes)
+            self.net_ = self._build_net(X.shape[1], data.n_classes, data)
             self._train(data, labelled, labelled[:0], self.refit_epochs_, [], refit=True)
         post = self._posteriors(np.arange(data.n_tasks))
         for cb in callbacks:
@@ -392,11 +421,14 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         return post
 
     def _train(self, data: CrowdLabels, train_idx: np.ndarray, val_idx: np.ndarray, epochs: int,
-               callbacks: list, refit: bool = False) -> tuple[int, int]:
+               callbacks: list, refit: bool = False, batch_size: int | None = None) -> tuple[int, int]:
         """Build the worker model, then run the mini-batch loop; returns (epochs run, best epoch).
 
-        With ``val_idx`` non-empty, stops after ``patience`` epochs without improvement of the
-        validation criterion and restores the best weights.  ``refit`` marks the logged epochs.
+        This is the one training loop of the learners: ``train_idx`` / ``val_idx`` are training
+        units (``_training_units``), batched ``batch_size`` at a time (default
+        ``self.batch_size``).  With ``val_idx`` non-empty, the :class:`EarlyStopping` rule
+        (``patience``; ``None`` = run every epoch) keeps the weights of the epoch with the best
+        validation criterion and restores them.  ``refit`` marks the logged epochs.
         """
         self.head_ = self._build(self._X.shape[1], data.n_classes, data.n_workers, data)
         if self.head_ is not None:
@@ -409,15 +441,15 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             params.append({"params": list(self.head_.parameters()),
                            **({"lr": float(head_lr)} if head_lr else {})})
         opt = self._make_optimizer(params)
-        best, best_state, best_epoch, wait = np.inf, None, 0, 0
+        stopper = EarlyStopping(getattr(self, "patience", None))
+        batch_size = self.batch_size if batch_size is None else batch_size
         epoch = -1
         for epoch in range(epochs):
             for m in self._modules():
                 m.train()
             tot, n = 0.0, 0
-            for idx in iterate_minibatches(train_idx, self.batch_size, self._rng, drop_last=self._drop_last):
-                b = self._batch(idx)
-                loss = self._loss(self.net_(b.x), b, train=True)
+            for idx in iterate_minibatches(train_idx, batch_size, self._rng, drop_last=self._drop_last):
+                loss = self._batch_loss(self._unit_batch(idx), train=True)
                 if not torch.isfinite(loss):  # a diverged batch must not poison the weights
                     continue
                 opt.zero_grad()
@@ -430,23 +462,13 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             if refit:
                 logs["refit"] = True
             self._on_epoch_end(epoch, logs)
-            stop = False
-            if len(val_idx):
-                if val < best - 1e-6:
-                    best, best_state, best_epoch, wait = val, self._state(), epoch, 0
-                else:
-                    wait += 1
-                    stop = wait >= self.patience
-            else:
-                best_epoch = epoch
+            stop = stopper.step(epoch, val if len(val_idx) else None, self._modules())
             for cb in callbacks:
                 stop = bool(cb.on_epoch_end(self, epoch, logs)) or stop
             if stop:
                 break
-        if best_state is not None:
-            for m, s in zip(self._modules(), best_state):
-                m.load_state_dict(s)
-        return epoch + 1, best_epoch
+        stopper.restore(self._modules())
+        return epoch + 1, stopper.best_epoch
 
     def _log_epoch(self, loss: float, val_loss: float = float("nan")) -> dict:
         """Append one ``history_`` entry (``epoch``, ``loss``, ``val_loss``, ``time``) and return it."""

@@ -19,14 +19,18 @@ vector in that space (e.g. the oracle found by :mod:`crowdlearn.mmlc.oracle_esti
 The original code's dot-product attention over a length-1 sequence is the identity and is
 therefore dropped.
 
+Training goes through the learners' trainer (:class:`~crowdlearn.learning.base.CrowdClassifier`):
+the training units are the answers (not the tasks), the network is built by the
+``_build_net`` hook, and the held-out rule is the shared
+:class:`~crowdlearn.learning.early_stopping.EarlyStopping`.
+
 torch is imported by this module only; ``import crowdlearn`` stays torch-free.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,10 +38,11 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_seed
+from ..core.base import check_fitted
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..learning.base import CrowdClassifier
 
-__all__ = ["MMLC", "PRESETS"]
+__all__ = ["MMLC", "PRESETS", "AnswerBatch"]
 
 #: the paper's settings (methods-notes 1.2); ``expert_hidden`` excludes the input layer
 PRESETS: dict[str, dict[str, Any]] = {
@@ -103,8 +108,26 @@ class _MMLCNet(nn.Module):
         return self.tower(torch.einsum("ebd,be->bd", f, proj))
 
 
-class MMLC(CrowdEstimator):
+@dataclass
+class AnswerBatch:
+    """One mini-batch of answers: answer indices, the items' features, worker and answer codes."""
+
+    idx: np.ndarray
+    x: torch.Tensor  # (B, F) features of each answer's task
+    worker: torch.Tensor  # (B,) worker codes
+    label: torch.Tensor  # (B,) answered class codes
+
+
+class MMLC(CrowdClassifier):
     """Mixture-of-experts model of every worker's answers (MMLC; Han et al., AAAI 2025).
+
+    A learner whose training unit is one answer (task, worker, label): the shared trainer of
+    :class:`~crowdlearn.learning.base.CrowdClassifier` shuffles and batches the answers,
+    minimises the cross-entropy of ``P(answer | x, g(w))`` and, with a held-out share of the
+    answers, keeps the weights of the epoch with the smallest held-out cross-entropy
+    (:class:`~crowdlearn.learning.early_stopping.EarlyStopping`).  It models what workers
+    answer, not the truth, so it sets no ``probas_`` / ``labels_``; the truth comes from
+    :class:`~crowdlearn.mmlc.oracle.MMLCOracle` or :class:`~crowdlearn.mmlc.fill.MMLCFill`.
 
     Parameters
     ----------
@@ -123,14 +146,17 @@ class MMLC(CrowdEstimator):
         Hidden widths of the output tower (default ``(32,)``).
     tower_activation : {"relu", "linear"}
     epochs, batch_size : int, optional
-        Default: ``batch_size = min(256, n_labels)`` and as many epochs as give about 1200
-        Adam steps (between 20 and 2000 epochs), so small and large crowds get a similar
+        Default: ``batch_size = min(256, n_labels)`` answers and as many epochs as give about
+        1200 Adam steps (between 20 and 2000 epochs), so small and large crowds get a similar
         optimisation budget.
     lr, weight_decay, dropout : float
         Adam learning rate, L2 penalty, dropout in experts and tower.
     validation_fraction : float
-        If > 0, that share of the triples is held out and the weights with the smallest
+        If > 0, that share of the answers is held out and the weights with the smallest
         held-out cross-entropy (checked every epoch) are kept.
+    patience : int or None
+        With a held-out share, stop after that many epochs without improvement; ``None``
+        (default) runs every epoch and still keeps the best weights.
     standardize : bool
         z-score the features with the training mean/sd (needed for raw features such as
         LabelMe's, whose scale reaches 10^4).
@@ -143,20 +169,22 @@ class MMLC(CrowdEstimator):
     ----------
     worker_projections_ : DataFrame, workers x E
         g(w) for every worker: the worker spectral space.
-    workers_, classes_ : Index
+    workers_ : Index
+    classes_ : ndarray
     n_experts_ : int
-    history_ : list of float
-        Mean training cross-entropy per epoch.
+    history_ : list of dict
+        Per epoch ``epoch``, ``loss`` (mean training cross-entropy), ``val_loss`` (held-out
+        cross-entropy, ``nan`` without a held-out share) and ``time``.
+    n_epochs_, best_epoch_ : int
+        Epochs run and the epoch whose weights were kept.
     """
 
-    def __crowd_tags__(self) -> Tags:
-        # a model of the answers given features; SGD on shuffled triples
-        return dataclasses.replace(super().__crowd_tags__(), kind="learning", requires_features=True,
-                                   accepts_gold=False, stochastic=True)
+    _min_classes = 1  # the answers of a single-class crowd are still a (trivial) model
+
 
     def __init__(self, n_experts=None, expert_hidden=None, expert_out=None, gate="softmax", gate_hidden=None,
                  tower_hidden=(32,), tower_activation="relu", epochs=None, batch_size=None, lr=5e-3,
-                 weight_decay=0.0, dropout=0.0, validation_fraction=0.0, standardize=True,
+                 weight_decay=0.0, dropout=0.0, validation_fraction=0.0, patience=None, standardize=True,
                  random_state=0, device="cpu"):
         self.n_experts = n_experts
         self.expert_hidden = expert_hidden
@@ -171,6 +199,7 @@ class MMLC(CrowdEstimator):
         self.weight_decay = weight_decay
         self.dropout = dropout
         self.validation_fraction = validation_fraction
+        self.patience = patience
         self.standardize = standardize
         self.random_state = random_state
         self.device = device
@@ -187,35 +216,22 @@ class MMLC(CrowdEstimator):
         return cls(**{**PRESETS[key], **overrides})
 
     # ------------------------------------------------------------ validation
-    def _resolve(self, X, labels) -> tuple[np.ndarray, CrowdLabels]:
-        if labels is None:
-            data = as_crowd_labels(X)
-            if data.features is None:
-                raise ValueError("MMLC needs item features: pass fit(X, labels) or labels with features")
-            X = data.features
-        else:
-            data = as_crowd_labels(labels)
-            if isinstance(X, pd.DataFrame):
-                missing = data.tasks.difference(X.index)
-                if len(missing):
-                    raise ValueError(f"features lack rows for {len(missing)} task(s), e.g. {missing[0]!r}")
-                X = X.loc[data.tasks].to_numpy()
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            X = X.reshape(X.shape[0], -1) if X.ndim > 2 else X
-        if X.ndim != 2 or X.shape[0] != data.n_tasks:
-            raise ValueError(f"features must have one row per task ({data.n_tasks}), got shape {X.shape}")
-        if not np.all(np.isfinite(X)):
-            raise ValueError("features hold NaN or infinite values")
-        if data.n_labels == 0:
-            raise ValueError("no crowd answers to learn from")
+    def _check_params(self) -> None:
         if self.gate not in ("softmax", "relu"):
             raise ValueError(f"gate must be 'softmax' or 'relu', got {self.gate!r}")
         if self.tower_activation not in ("relu", "linear"):
             raise ValueError(f"tower_activation must be 'relu' or 'linear', got {self.tower_activation!r}")
-        if not 0.0 <= float(self.validation_fraction) < 1.0:
-            raise ValueError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        return X, data
+        for name in ("n_experts", "epochs", "batch_size", "patience"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1):
+                raise ValueError(f"{name} must be None or a positive integer, got {v!r}")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+        vf = self.validation_fraction
+        if not (isinstance(vf, (int, float)) and 0.0 <= vf < 1.0):
+            raise ValueError(f"validation_fraction must be in [0, 1), got {vf!r}")
 
     def _sizes(self, data: CrowdLabels, n_features: int) -> dict[str, Any]:
         W, K = data.n_workers, data.n_classes
@@ -231,76 +247,61 @@ class MMLC(CrowdEstimator):
         return dict(E=int(E), hidden=hidden, d=d, gh=gh, bs=max(bs, 1), epochs=max(epochs, 1))
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, labels: Any = None) -> "MMLC":
-        """Fit on ``labels`` with features (``fit(labels)``) or on ``fit(X, labels)``."""
-        X, data = self._resolve(X, labels)
-        self.mean_ = X.mean(0) if self.standardize else np.zeros(X.shape[1])
-        sd = X.std(0) if self.standardize else np.ones(X.shape[1])
-        self.scale_ = np.where(sd > 1e-12, sd, 1.0)
-        self.n_features_in_ = X.shape[1]
-        self.workers_ = data.workers
-        self.classes_ = data.classes
+    def fit(self, X, labels: Any = None, *, task_index=None) -> "MMLC":
+        """Fit on ``labels`` with features (``fit(labels)``) or on ``fit(X, labels)``.
+
+        ``X`` is aligned with the tasks as for every learner
+        (:func:`~crowdlearn.learning.data.align_features`); ``labels`` may be anything
+        :func:`~crowdlearn.core.data.as_crowd_labels` accepts.
+        """
+        if labels is None:
+            data = as_crowd_labels(X)
+            if data.features is None:
+                raise ValueError("MMLC needs item features: pass fit(X, labels) or labels with features")
+            X = None
+        else:
+            data = as_crowd_labels(labels)
+        return super().fit(X, data, task_index=task_index)
+
+    # ---------------------------------------------------- trainer hooks
+    def _build_net(self, n_features: int, n_classes: int, data: CrowdLabels) -> nn.Module:
+        s = self._sizes(data, n_features)
+        return _MMLCNet(n_features, data.n_workers, n_classes, s["E"], s["hidden"], s["d"], self.gate, s["gh"],
+                        tuple(self.tower_hidden), self.tower_activation, float(self.dropout)).to(self.device_)
+
+    def _training_units(self, data: CrowdLabels) -> np.ndarray:
+        return np.arange(data.n_labels)
+
+    def _unit_batch(self, units: np.ndarray) -> AnswerBatch:
+        t = torch.as_tensor(units, device=self.device_)
+        return AnswerBatch(units, self._X[self._task[t]], self._worker[t], self._label[t])
+
+    def _batch_loss(self, batch: AnswerBatch, train: bool = True) -> torch.Tensor:
+        # cross-entropy of the observed answers; the same criterion for training and held-out
+        logits = self.net_.logits(batch.x, self.net_.gate(batch.worker))
+        return nn.functional.cross_entropy(logits, batch.label)
+
+    def _fit_model(self, X: torch.Tensor, data: CrowdLabels) -> None:
+        s = self._sizes(data, X.shape[1])
+        dev = self.device_
+        self._X = X
+        self._task, self._worker, self._label = (torch.as_tensor(a.astype(np.int64), device=dev)
+                                                 for a in (data.task, data.worker, data.label))
+        train_idx, val_idx = self._split(self._training_units(data), self._rng)
+        self.n_epochs_, self.best_epoch_ = self._train(data, train_idx, val_idx, s["epochs"], [],
+                                                       batch_size=s["bs"])
+        del self._X, self._task, self._worker, self._label
+        self.net_.eval()
+        with torch.no_grad():
+            proj = self.net_.gate(torch.arange(data.n_workers, device=dev)).cpu().numpy().astype(np.float64)
+        self.n_experts_ = s["E"]
         self.tasks_ = data.tasks
         self.labels_per_worker_ = np.bincount(data.worker, minlength=data.n_workers)
-        s = self._sizes(data, X.shape[1])
-        self.n_experts_ = s["E"]
-        seed = resolve_seed(self.random_state)
-        rng = np.random.default_rng(seed)
-        self.history_: list[float] = []
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            dev = torch.device(self.device or "cpu")
-            self.net_ = _MMLCNet(X.shape[1], data.n_workers, data.n_classes, s["E"], s["hidden"], s["d"],
-                                 self.gate, s["gh"], tuple(self.tower_hidden), self.tower_activation,
-                                 float(self.dropout)).to(dev)
-            Xt = self._tensor(X)
-            task = torch.as_tensor(data.task.astype(np.int64), device=dev)
-            worker = torch.as_tensor(data.worker.astype(np.int64), device=dev)
-            label = torch.as_tensor(data.label.astype(np.int64), device=dev)
-            n = data.n_labels
-            order = rng.permutation(n)
-            n_val = int(round(float(self.validation_fraction) * n))
-            val, train = order[:n_val], order[n_val:]
-            opt = torch.optim.Adam(self.net_.parameters(), lr=float(self.lr), weight_decay=float(self.weight_decay))
-            best, best_state = np.inf, None
-            for _ in range(s["epochs"]):
-                self.net_.train()
-                perm = train[rng.permutation(len(train))]
-                total = 0.0
-                for start in range(0, len(perm), s["bs"]):
-                    idx = torch.as_tensor(perm[start:start + s["bs"]], device=dev)
-                    logits = self.net_.logits(Xt[task[idx]], self.net_.gate(worker[idx]))
-                    loss = nn.functional.cross_entropy(logits, label[idx])
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-                    total += float(loss.detach()) * len(idx)
-                self.history_.append(total / max(len(perm), 1))
-                if n_val:
-                    self.net_.eval()
-                    with torch.no_grad():
-                        vi = torch.as_tensor(val, device=dev)
-                        vl = float(nn.functional.cross_entropy(
-                            self.net_.logits(Xt[task[vi]], self.net_.gate(worker[vi])), label[vi]))
-                    if vl < best:
-                        best, best_state = vl, copy.deepcopy(self.net_.state_dict())
-            if best_state is not None:
-                self.net_.load_state_dict(best_state)
-            self.net_.eval()
-            with torch.no_grad():
-                proj = self.net_.gate(torch.arange(data.n_workers, device=dev)).cpu().numpy().astype(np.float64)
         self.worker_projections_ = pd.DataFrame(
             proj, index=data.workers, columns=pd.Index([f"e{e}" for e in range(s["E"])], name="expert"))
-        return self
+        return None
 
     # -------------------------------------------------------------- predict
-    def _tensor(self, X: np.ndarray) -> torch.Tensor:
-        X = (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
-        return torch.as_tensor(X, dtype=torch.float32, device=torch.device(self.device or "cpu"))
-
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "net_")
-
     def _features(self, X) -> np.ndarray:
         if isinstance(X, CrowdLabels):
             if X.features is None:
@@ -330,10 +331,10 @@ class MMLC(CrowdEstimator):
                              f"(or one row per item), got shape {g.shape}")
         out = []
         with torch.no_grad():
-            gt = torch.as_tensor(g, dtype=torch.float32, device=torch.device(self.device or "cpu"))
+            gt = torch.as_tensor(g, dtype=torch.float32, device=self.device_)
             for start in range(0, X.shape[0], 4096):
                 gb = gt if gt.dim() == 1 else gt[start:start + 4096]
-                lg = self.net_.logits(self._tensor(X[start:start + 4096]), gb)
+                lg = self.net_.logits(self._to_tensor(X[start:start + 4096]), gb)
                 out.append(torch.log_softmax(lg.double(), -1).exp().cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)))
 
@@ -351,7 +352,7 @@ class MMLC(CrowdEstimator):
         if g.ndim != 2 or g.shape != (len(rows), self.n_experts_) or not np.all(np.isfinite(g)):
             raise ValueError(f"projections must be finite, shape ({len(rows)}, {self.n_experts_}), got {g.shape}")
         with torch.no_grad():
-            f = torch.cat([self.net_.experts(self._tensor(X[s:s + 4096])) for s in range(0, X.shape[0], 4096)], 1)
+            f = torch.cat([self.net_.experts(self._to_tensor(X[s:s + 4096])) for s in range(0, X.shape[0], 4096)], 1)
             gt = torch.as_tensor(g, dtype=torch.float32, device=f.device)
             out = []
             for r, proj in zip(rows, gt):
