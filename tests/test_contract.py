@@ -292,3 +292,23 @@ def test_spammer_filtered_scores_with_its_base():
     alone = pd.DataFrame({"task": ["new"], "worker": [spammer], "label": [data.classes[0]]})
     row = est.predict_proba(alone).to_numpy()[0]
     np.testing.assert_allclose(row, est.base_.priors_.to_numpy(), atol=1e-12)
+
+
+def test_learner_fit_leaves_global_generators_alone():
+    """A learner seeds the global generators for its backbone, then gives the caller's back."""
+    import random
+
+    torch = pytest.importorskip("torch")
+    from crowdlearn.simulate import class_features
+
+    data = simulate.dawid_skene(n_tasks=60, n_workers=5, n_classes=2, labels_per_task=3, seed=2)
+    X, _ = class_features(data.truth, 2, n_features=3, seed=2)
+    np.random.seed(123)
+    random.seed(123)
+    torch.manual_seed(123)
+    expected = (np.random.rand(), random.random(), float(torch.rand(1)))
+    np.random.seed(123)
+    random.seed(123)
+    torch.manual_seed(123)
+    get_method("two-stage")(epochs=2).fit(X, data)
+    assert (np.random.rand(), random.random(), float(torch.rand(1))) == expected

@@ -51,10 +51,11 @@ A :class:`Batch` carries ``idx`` (task codes, numpy), ``x`` (features, float32 t
 Confusion matrices are always exposed as ``confusions_[w, j, l] = P(worker w answers l | true
 class j)`` (rows sum to 1), whatever the orientation of the method's paper.
 
-Determinism: ``fit`` runs under ``torch.random.fork_rng`` seeded with ``random_state`` and
-shuffles with a ``numpy.random.Generator`` of the same seed, so the same data, parameters and
-seed give the same model (on CPU, for a fixed ``torch.get_num_threads()``; the global torch
-generator is left untouched).
+Determinism: ``fit`` runs with torch's, numpy's and Python's global generators seeded from
+``random_state`` (:func:`~crowdlearn.learning.torch_utils.seeded`, which gives the caller's
+generator states back afterwards) and shuffles with a ``numpy.random.Generator`` of the same
+seed, so the same data, parameters and seed give the same model (on CPU, for a fixed
+``torch.get_num_threads()``), and a fit leaves the caller's random streams untouched.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ from ..core.data import CrowdLabels
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
 from .early_stopping import EarlyStopping
-from .torch_utils import resolve_device, seed_everything, torch
+from .torch_utils import resolve_device, seed_everything, seeded, torch
 
 nn = torch.nn
 
@@ -369,8 +370,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         self.workers_ = data.workers
         self.history_ = []
         self._t0 = time.perf_counter()
-        with torch.random.fork_rng(devices=[]):
-            seed_everything(seed)
+        with seeded(seed):
             self._rng = np.random.default_rng(seed)
             Xt = self._to_tensor(X)
             self.net_ = self._build_net(X.shape[1], data.n_classes, data)

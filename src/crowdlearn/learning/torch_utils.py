@@ -6,6 +6,7 @@ estimators do, through this module, so a missing install fails with one clear me
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import numpy as np
@@ -17,21 +18,39 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "crowdlearn.learning needs PyTorch; install it with: pip install 'crowdlearn[torch]'"
     ) from exc
 
-__all__ = ["torch", "seed_everything", "resolve_device", "as_tensor"]
+__all__ = ["torch", "seed_everything", "seeded", "resolve_device", "as_tensor"]
 
 
-def seed_everything(seed: int | None) -> int:
-    """Seed Python's, numpy's global and torch's generators; returns the integer seed used.
+def seed_everything(seed: int) -> int:
+    """Seed Python's, numpy's global and torch's generators; returns the integer seed.
 
     The estimators do not rely on the global numpy/Python generators (they draw from their own
-    ``numpy.random.Generator``) but user-supplied backbones may, so all are seeded.  ``None``
-    means seed 0: a fit is always reproducible.
+    ``numpy.random.Generator``) but user-supplied backbones may, so all are seeded.  Call it
+    inside :func:`seeded`, which gives the caller's generators back afterwards.
     """
-    seed = 0 if seed is None else int(seed)
+    seed = int(seed)
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
     return seed
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Run the block with every global generator seeded by ``seed``, then restore them.
+
+    A fit must not change the caller's random streams: torch's CPU generator is forked
+    (``torch.random.fork_rng``) and Python's and numpy's global states are saved and put back,
+    so ``np.random.rand()`` after a fit draws what it would have drawn without it.
+    """
+    py_state, np_state = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            seed_everything(seed)
+            yield
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
 
 
 def resolve_device(device) -> "torch.device":
