@@ -27,7 +27,7 @@ class MajorityVote(BaseAggregator):
     """Majority vote: the class with the most answers.
 
     ``probas_`` holds the vote shares.  Ties are broken by a seeded uniform draw among the
-    tied classes (:func:`~crowdlearn.aggregation.base.argmax_random_ties`).
+    tied classes (:func:`~crowdlearn.core.stats.argmax_random_ties`).
     ``skills_`` is each worker's agreement with the majority.
     """
 

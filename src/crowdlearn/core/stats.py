@@ -44,6 +44,7 @@ __all__ = [
     "dirichlet_expected_log",
     "beta_expected_logs",
     "gauss_jacobi",
+    "argmax_random_ties",
 ]
 
 #: floor applied before a logarithm of a probability (keeps ``log(0)`` finite)
@@ -240,3 +241,41 @@ def gauss_jacobi(n: int, a: float, b: float) -> tuple[np.ndarray, np.ndarray, np
     for arr in (q, omq, logw):
         arr.flags.writeable = False
     return q, omq, logw
+
+
+#: posteriors within this of a row's maximum count as tied
+_TIE_TOL = 1e-12
+
+
+def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    """Row-wise argmax; exact ties (within 1e-12) go to a class drawn uniformly by ``rng``.
+
+    ``rng`` gives one 64-bit salt; the key of cell (task n, class j) is a fixed hash
+    (SplitMix64) of ``salt + n * K + j``, and a tied row takes its tied class with the largest
+    key.  So the rule is reproducible for a given seed, uniform over the tied classes, and the
+    outcome of a task does not depend on how many other tasks are tied, while keys are only
+    computed for the (usually few) tied rows, not for all N x K cells.
+    """
+    n, k = proba.shape
+    if k == 0:
+        return np.zeros(n, dtype=np.int64)
+    salt = np.uint64(rng.randint(0, 2**62, dtype=np.int64))
+    codes = np.argmax(proba, axis=1)
+    best = proba[np.arange(n), codes][:, None]
+    tied = proba >= best - _TIE_TOL
+    rows = np.flatnonzero(np.count_nonzero(tied, axis=1) > 1)
+    if rows.size:
+        cells = rows.astype(np.uint64)[:, None] * np.uint64(k) + np.arange(k, dtype=np.uint64)
+        keys = _splitmix64(cells + salt)
+        keys[~tied[rows]] = 0  # hashes of tied cells are > 0 except with probability 2^-64
+        codes[rows] = np.argmax(keys, axis=1)
+    return codes
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """The SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijective 64-bit mix."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))

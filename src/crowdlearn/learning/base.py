@@ -69,8 +69,9 @@ import numpy as np
 import pandas as pd
 from sklearn.base import ClassifierMixin
 
-from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_seed
+from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state, resolve_seed
 from ..core.data import CrowdLabels
+from ..core.stats import argmax_random_ties
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
 from .early_stopping import EarlyStopping
@@ -176,7 +177,8 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         The trained backbone; ``predict_proba`` uses only it.
     head_ : torch.nn.Module or None
         The trained worker model.
-    classes_ : ndarray
+    classes_ : Index
+        The class labels, as the aggregators' ``classes_``.
     probas_ : DataFrame (n_tasks, K)
         Posteriors of the training tasks (method-specific; see ``_task_posterior``).
     labels_ : Series
@@ -366,7 +368,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         sd = X.std(0)
         self.scale_ = np.where(sd > 1e-12, sd, 1.0)
         self.n_features_in_ = X.shape[1]
-        self.classes_ = np.asarray(data.classes)
+        self.classes_ = data.classes
         self.workers_ = data.workers
         self.history_ = []
         self._t0 = time.perf_counter()
@@ -382,7 +384,8 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         post = np.clip(post, 0.0, None)
         post /= post.sum(1, keepdims=True)
         self.probas_ = pd.DataFrame(post, index=data.tasks, columns=data.classes)
-        self.labels_ = pd.Series(self.classes_[post.argmax(1)], index=data.tasks, name="label")
+        codes = argmax_random_ties(post, resolve_random_state(seed))
+        self.labels_ = pd.Series(self.classes_.take(codes), index=data.tasks, name="label")
         return self
 
     def _fit_model(self, X: "torch.Tensor", data: CrowdLabels) -> np.ndarray:
@@ -520,7 +523,8 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         Extra arguments go to ``predict_proba`` (e.g. Max-MIG's ``predict(X, labels)``).
         """
         p = self.predict_proba(X, *args, **kwargs)  # first: raises the clear "not fitted" error
-        return self.classes_[np.argmax(p, axis=1)]
+        codes = argmax_random_ties(np.asarray(p), resolve_random_state(self.random_state))
+        return self.classes_.take(codes).to_numpy()
 
 
 class CustomLoopClassifier(CrowdClassifier):

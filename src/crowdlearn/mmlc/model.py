@@ -170,7 +170,7 @@ class MMLC(CrowdClassifier):
     worker_projections_ : DataFrame, workers x E
         g(w) for every worker: the worker spectral space.
     workers_ : Index
-    classes_ : ndarray
+    classes_ : Index
     n_experts_ : int
     history_ : list of dict
         Per epoch ``epoch``, ``loss`` (mean training cross-entropy), ``val_loss`` (held-out

@@ -203,7 +203,8 @@ def check_not_fitted(est: Any) -> None:
 
 def check_outputs_well_formed(est: Any) -> None:
     """Every task once, in order; posteriors finite (no NaN or inf), non-negative, rows sum to
-    1; labels are known classes; the run record (``history_`` ...) is present."""
+    1; labels are known classes; ``classes_`` is the Index of the input classes (one type for
+    every kind); the run record (``history_`` ...) is present."""
     who, est = describe(est), configure(est)
     data = crowd_for(est)
     est.fit(data)
@@ -218,6 +219,8 @@ def check_outputs_well_formed(est: Any) -> None:
     assert isinstance(est.labels_, pd.Series), f"{who}: labels_ must be a Series"
     assert list(est.labels_.index) == list(data.tasks), f"{who}: labels_ index != the input tasks"
     assert set(est.labels_.unique()) <= set(data.classes), f"{who}: unknown class in labels_"
+    assert isinstance(est.classes_, pd.Index) and list(est.classes_) == list(data.classes), (
+        f"{who}: classes_ must be the Index of the input classes")
     assert isinstance(est.history_, list), f"{who}: history_ must be a list"
     if all(isinstance(h, (int, float, np.number)) for h in est.history_):  # learners log dicts
         assert np.all(np.isfinite(np.asarray(est.history_, dtype=float))), f"{who}: NaN or inf in history_"
