@@ -199,7 +199,7 @@ def test_clone_with_module_backbone():
     assert not torch.equal(net[0].weight, c.net_[0].weight)
 
 
-# ---------------------------------------------------------------- simulate_features
+# ---------------------------------------------------------------- simulated annotators on features (crowdlearn.simulate)
 def test_annotate_recovers_planted_frequencies():
     y = np.arange(3000) % 3
     conf = planted_confusions(4, 3, seed=1)
