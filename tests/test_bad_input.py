@@ -96,3 +96,18 @@ def test_fit_validates_parameters(name, value):
     df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": [0, 0, 1, 1]})
     with pytest.raises(ValueError, match=f"^{name} must be"):
         DawidSkene(**{name: value}).fit(df)
+
+
+@pytest.mark.parametrize("name, value", [("tol", -1.0), ("smoothing", -0.5), ("max_iter", "abc")])
+def test_learner_fit_validates_shared_parameters(name, value):
+    """Learners apply the same parameter rules as the aggregators, before any training."""
+    pytest.importorskip("torch")
+    from crowdlearn.registry import get_method
+
+    est = get_method("raykar")(**{name: value})
+    X = np.zeros((2, 3))
+    df = pd.DataFrame({"task": [0, 0, 1, 1], "worker": ["a", "b", "a", "b"], "label": [0, 0, 1, 1]})
+    from crowdlearn import CrowdLabels
+
+    with pytest.raises(ValueError, match=f"^{name} must be"):
+        est.fit(X, CrowdLabels.from_frame(df))

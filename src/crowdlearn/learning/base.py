@@ -71,6 +71,7 @@ from sklearn.base import ClassifierMixin
 
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state, resolve_seed
 from ..core.data import CrowdLabels
+from ..core.params import check_params
 from ..core.stats import argmax_random_ties
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
@@ -268,7 +269,10 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         pass
 
     def _check_params(self) -> None:
-        """One ``ValueError`` per bad parameter, for the common parameters the estimator has."""
+        """One ``ValueError`` per bad parameter: the library-wide rules of
+        :func:`crowdlearn.core.params.check_params` (``tol``, pseudo-counts, ...), then the
+        trainer's own (epochs, batch size, learning rate, ...)."""
+        check_params(self)
         params = self.get_params(deep=False)
         for name in ("epochs", "batch_size", "patience", "max_iter", "epochs_per_iter"):
             v = params.get(name, 1)
