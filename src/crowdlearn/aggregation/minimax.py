@@ -230,12 +230,8 @@ class MinimaxEntropy(BaseAggregator):
 
         def task_loglik(th):
             """(n_t, c): sum over each task's answers of log p(x_ij | y_j = c)."""
-            if kern is not None:
-                out = np.zeros((n_t, k))
-                kern.minimax_task_loglik(w_i, t_i, a_i, th[:n_sig].reshape(n_w, k, k),
-                                         th[n_sig:].reshape(n_t, k, k), out)
-                return out
-            return by_task @ log_p(th)[np.arange(n), :, a_of]
+            return _task_loglik(data, th[:n_sig].reshape(n_w, k, k), th[n_sig:].reshape(n_t, k, k),
+                                kern, codes=(w_i, t_i, a_i), by_task=None if kern is not None else by_task)
 
         def data_term(th, q):
             """-E_q[log-likelihood] and its gradient (worker block, then task block)."""
@@ -318,14 +314,7 @@ class MinimaxEntropy(BaseAggregator):
         kern = kernels.compiled_kernels() if kernels.resolve_backend(self.backend, n) == "numba" else None
         if self.solver_ == "block" and kern is None:
             kern = kernels.compiled_kernels()
-        if kern is not None:
-            w_i, t_i, a_i = (np.ascontiguousarray(v, dtype=np.int64) for v in (data.worker, data.task, data.label))
-            loglik = np.zeros((n_t, k))
-            kern.minimax_task_loglik(w_i, t_i, a_i, np.ascontiguousarray(sig), tau, loglik)
-        else:
-            by_task = sp.csr_matrix((np.ones(n), (data.task, np.arange(n))), shape=(n_t, n))
-            lp = log_softmax(sig[data.worker] + tau[data.task], axis=2)
-            loglik = by_task @ lp[np.arange(n), :, data.label]
+        loglik = _task_loglik(data, np.ascontiguousarray(sig), tau, kern)
         logq = np.log(self.priors_.to_numpy())[None, :] + loglik
         return np.exp(logq - logsumexp(logq, axis=1, keepdims=True))
 
@@ -458,3 +447,25 @@ class MinimaxEntropy(BaseAggregator):
         self.priors_ = pd.Series(prior, index=data.classes, name="prior")
         self.skills_ = pd.Series(np.einsum("wkk->wk", conf) @ prior, index=data.workers, name="skill")
         return q
+
+
+def _task_loglik(data: CrowdLabels, sig: np.ndarray, tau: np.ndarray, kern, codes=None,
+                 by_task=None) -> np.ndarray:
+    """(n_tasks, K): ``sum over task j's answers of log p(x_ij | y_j = c)`` under the model
+    ``p(x_ij = a | y_j = c) = softmax_a(sigma_i[c] + tau_j[c])``.
+
+    With the compiled kernels ``kern`` one fused pass; otherwise a sparse sum of the answers'
+    log-softmax rows.  ``codes`` (int64 worker, task, label arrays) and ``by_task`` (the
+    task x answer incidence) may be passed by a caller that evaluates it many times.
+    """
+    n_t, k, n = data.n_tasks, data.n_classes, data.n_labels
+    if kern is not None:
+        if codes is None:
+            codes = tuple(np.ascontiguousarray(v, dtype=np.int64) for v in (data.worker, data.task, data.label))
+        out = np.zeros((n_t, k))
+        kern.minimax_task_loglik(*codes, sig, tau, out)
+        return out
+    if by_task is None:
+        by_task = sp.csr_matrix((np.ones(n), (data.task, np.arange(n))), shape=(n_t, n))
+    lp = log_softmax(sig[data.worker] + tau[data.task], axis=2)
+    return by_task @ lp[np.arange(n), :, data.label]
