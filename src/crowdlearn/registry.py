@@ -13,6 +13,9 @@ Kinds (see :data:`crowdlearn.core.base.KINDS`):
 ``"learning"``
     End-to-end learners: train a classifier ``f(x)`` from item features and crowd answers
     (torch).
+``"continuous"``, ``"ordinal"``, ``"multilabel"``, ``"pairwise"``, ``"similarity"``
+    Truth inference for the other answer types; each kind fits on its own answer table
+    (:data:`ANSWER_TABLES`).
 
 What a method needs (features, two classes only, ...) is declared by the class itself, in its
 tags (:func:`crowdlearn.core.base.get_tags`); the registry's kind must equal the class's
@@ -24,7 +27,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import NamedTuple
 
-__all__ = ["methods", "get_method", "method_kinds", "REGISTRY", "Entry"]
+__all__ = ["methods", "get_method", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
+           "Entry"]
 
 
 class Entry(NamedTuple):
@@ -35,6 +39,7 @@ class Entry(NamedTuple):
 
 
 _C, _L = "classification", "learning"
+_CONT, _ORD, _ML, _PW, _SIM = "continuous", "ordinal", "multilabel", "pairwise", "similarity"
 
 REGISTRY: dict[str, Entry] = {
     # ---- classification: truth inference from answers
@@ -82,6 +87,28 @@ REGISTRY: dict[str, Entry] = {
     "maxmig": Entry(_L, "crowdlearn.learning.maxmig:MaxMIG"),
     "coinnet": Entry(_L, "crowdlearn.learning.coinnet:COINNet"),
     "doctornet": Entry(_L, "crowdlearn.learning.doctornet:DoctorNet"),
+    # ---- continuous: a number per answer; estimate and standard error per task
+
+    # ---- ordinal: one of K ordered classes per answer
+
+    # ---- multilabel: a set of tags per answer
+
+    # ---- pairwise: which of two items wins (or a tie); score and rank per item
+
+    # ---- similarity: whether two items belong together; a cluster per item
+
+}
+
+#: kind -> "module:Class" of the answer table its methods fit on (ordinal methods fit on
+#: CrowdLabels with ordered classes); read by the CLI and the benchmarks
+ANSWER_TABLES: dict[str, str] = {
+    _C: "crowdlearn.core.data:CrowdLabels",
+    _L: "crowdlearn.core.data:CrowdLabels",
+    _CONT: "crowdlearn.continuous.data:ContinuousAnswers",
+    _ORD: "crowdlearn.core.data:CrowdLabels",
+    _ML: "crowdlearn.multilabel.data:MultiLabelAnswers",
+    _PW: "crowdlearn.pairwise.data:Comparisons",
+    _SIM: "crowdlearn.similarity.data:SimilarityAnswers",
 }
 
 
@@ -134,6 +161,12 @@ def methods(kind: str | None = None) -> dict[str, type]:
         except ImportError:
             continue
     return out
+
+
+def answer_type_of(kind: str) -> type:
+    """The answer-table class the methods of ``kind`` fit on (see :data:`ANSWER_TABLES`)."""
+    _check_kind(kind)
+    return _load(ANSWER_TABLES[kind])
 
 
 def method_kinds() -> dict[str, str]:

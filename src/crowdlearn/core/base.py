@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = [
     "Tags",
     "CrowdEstimator",
+    "AnswerEstimator",
     "get_tags",
     "check_fitted",
     "resolve_random_state",
@@ -38,8 +39,8 @@ __all__ = [
     "KINDS",
 ]
 
-#: the registry kinds a method may declare (the later ones are reserved for answer types the
-#: library does not implement yet)
+#: the registry kinds a method may declare: categorical truth inference, end-to-end learners,
+#: then one kind per answer type (see :class:`AnswerEstimator`)
 KINDS = ("classification", "learning", "continuous", "ordinal", "multilabel", "pairwise",
          "similarity")
 
@@ -52,10 +53,14 @@ class Tags:
     ----------
     kind : str
         Registry kind: ``"classification"`` (truth inference from answers, possibly with item
-        features) or ``"learning"`` (trains a classifier ``f(x)`` end to end); see
-        :data:`KINDS`.
+        features), ``"learning"`` (trains a classifier ``f(x)`` end to end), or the kind of
+        answer the method aggregates: ``"continuous"``, ``"ordinal"``, ``"multilabel"``,
+        ``"pairwise"``, ``"similarity"``; see :data:`KINDS`.
     answer_type : str
-        What one crowd answer is (``"categorical"``: one class out of K).
+        What one crowd answer is: ``"categorical"`` (one class out of K), ``"continuous"``
+        (a number), ``"ordinal"`` (one of K ordered classes), ``"multilabel"`` (a set of
+        tags), ``"pairwise"`` (which of two items wins, or a tie), ``"similarity"``
+        (whether two items belong together).
     requires_features : bool
         ``fit`` needs item features (learners, MMLC).
     binary_only : bool
@@ -120,6 +125,38 @@ class CrowdEstimator(BaseEstimator):
 
     def __crowd_tags__(self) -> Tags:
         return Tags()
+
+
+class AnswerEstimator(CrowdEstimator):
+    """Base of the methods of the answer kinds beyond class labels (continuous, multi-label,
+    pairwise, similarity; ordinal methods are aggregators over ordered classes).
+
+    The contract, on top of :class:`CrowdEstimator`'s:
+
+    * ``fit(answers, **options)`` takes the kind's answer table (or a DataFrame it is built
+      from), never mutates it, and returns ``self``;
+    * :meth:`result_frame` is the fitted result as one table, one row per unit (a task, or an
+      item for pairwise and similarity answers) with the unit id as first column, every unit of
+      the input exactly once, in the input's order, no NaN: the table ``crowdlearn aggregate``
+      writes;
+    * before ``fit``, :meth:`result_frame` raises ``NotFittedError``.
+
+    Subclasses set ``_result_attr``, the name of the fitted attribute whose presence means
+    fitted, and implement :meth:`_result_frame`.
+    """
+
+    _result_attr: str = ""
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return bool(self._result_attr) and hasattr(self, self._result_attr)
+
+    def result_frame(self):
+        """The fitted result, one row per unit (see the class docstring)."""
+        check_fitted(self)
+        return self._result_frame()
+
+    def _result_frame(self):
+        raise NotImplementedError
 
 
 def get_tags(est_or_class: Any) -> Tags:

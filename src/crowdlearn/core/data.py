@@ -16,12 +16,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-__all__ = ["CrowdLabels", "as_crowd_labels"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "factorize_ids", "row_list"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
 
-def _factorize(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, pd.Index]:
+def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, pd.Index]:
     """Codes and sorted uniques; falls back to first-appearance order for mixed types."""
     values = pd.Series(values, copy=False)
     try:
@@ -31,7 +31,7 @@ def _factorize(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, p
     return codes, pd.Index(uniques, name=what)
 
 
-def _row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
+def row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
     """Where the flagged rows are, for an error message.
 
     One rule: a frame's rows are named by position (0-based, as ``df.iloc``); rows read from a
@@ -396,7 +396,7 @@ class CrowdLabels:
         for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():
-                raise ValueError(f"missing value in column '{col}' at {_row_list(bad, first_line)}")
+                raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
         labels_col = _normalise_label_values(df[label])
 
         if duplicates not in ("keep", "last", "first", "error"):
@@ -405,7 +405,7 @@ class CrowdLabels:
             dup = df.duplicated([task, worker], keep=False if duplicates == "error" else duplicates)
             if duplicates == "error" and dup.any():
                 raise ValueError(
-                    f"repeated (task, worker) answers at {_row_list(dup.to_numpy(), first_line)}"
+                    f"repeated (task, worker) answers at {row_list(dup.to_numpy(), first_line)}"
                 )
             keep_rows = ~dup.to_numpy()
             df = df.loc[keep_rows]
@@ -444,21 +444,21 @@ class CrowdLabels:
                 raise ValueError(
                     f"label {first!r} is not one of the given classes "
                     f"{list(class_index)[:10]} "
-                    f"({_row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
+                    f"({row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
                 )
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
-            pool_codes, class_index = _factorize(pool, "class")
+            pool_codes, class_index = factorize_ids(pool, "class")
             pool_codes, class_index = _merge_number_spellings(pool_codes, class_index)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:
             tasks_pool = pd.concat([pd.Series(list(all_tasks)), df[task]], ignore_index=True)
-            _, task_index = _factorize(tasks_pool.drop_duplicates(), "task")
+            _, task_index = factorize_ids(tasks_pool.drop_duplicates(), "task")
             task_codes = task_index.get_indexer(df[task])
         else:
-            task_codes, task_index = _factorize(df[task], "task")
-        worker_codes, worker_index = _factorize(df[worker], "worker")
+            task_codes, task_index = factorize_ids(df[task], "task")
+        worker_codes, worker_index = factorize_ids(df[worker], "worker")
 
         truth_codes = None
         if truth_s is not None:

@@ -22,6 +22,7 @@ from typing import Any
 from ..core.base import get_tags
 from ..registry import get_method
 from . import checks as c
+from .kinds import KIND_SPECS, kind_checks
 from .learning import check_perfect_annotators, check_recovers_confusions
 
 __all__ = ["check_estimator", "estimator_checks", "parametrize_with_checks"]
@@ -55,10 +56,16 @@ def estimator_checks(estimator: Any) -> Iterator[Callable]:
     well-formed outputs incl. tasks without answers, determinism, input not mutated,
     pickling, invariance to renaming and reordering).  Then, by tags: ``has_worker_model``
     adds the predict_proba / probas_ agreement, ``accepts_gold`` gold clamping; truth
-    inference methods (kind ``"classification"``) are checked for accuracy on an easy crowd
-    and degenerate crowds; learners (kind ``"learning"``) for what they learn.
+    inference methods (kinds ``"classification"`` and ``"ordinal"``) are checked for accuracy
+    on an easy crowd and degenerate crowds; learners (kind ``"learning"``) for what they learn.
+    Methods of the other answer kinds (continuous, multi-label, pairwise, similarity) get the
+    same contract written against ``result_frame`` (:mod:`crowdlearn.testing.kinds`) and
+    their kind's own checks.
     """
     tags = get_tags(_instance(estimator))
+    if tags.kind in KIND_SPECS:  # answers beyond class labels: checks of crowdlearn.testing.kinds
+        yield from kind_checks(_instance(estimator))
+        return
     yield from _COMMON
     if tags.has_worker_model:
         yield c.check_predict_proba_matches_probas
