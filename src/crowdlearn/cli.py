@@ -55,16 +55,53 @@ def _parse_params(pairs: list[str] | None) -> dict:
     return out
 
 
-def _make_estimator(name: str, seed: int | None, params: dict):
+#: columns that reveal an answer kind on their own (the other kinds share task,worker,label)
+_KIND_COLUMNS = (("pairwise", ("left", "right")), ("similarity", ("item_a", "item_b")))
+
+
+def _column_map(args) -> dict:
+    """Role -> column name from ``--col ROLE=NAME`` and the ``--task-col`` style options."""
+    out = {"task": args.task_col, "worker": args.worker_col, "label": args.label_col}
+    for pair in args.col or []:
+        if "=" not in pair:
+            raise UsageError(f"--col expects ROLE=COLUMN, got {pair!r}")
+        role, col = (x.strip() for x in pair.split("=", 1))
+        out[role] = col
+    return out
+
+
+def _resolve_kind(args, columns) -> str:
+    """The answer kind to aggregate: the method's kind, else ``--kind``, else the columns."""
+    from .registry import DEFAULT_METHODS, method_kinds
+
+    kinds = method_kinds()
+    if args.method is not None and args.method in kinds:
+        kind = kinds[args.method]
+        if kind == "learning":
+            raise UsageError(
+                f"method {args.method!r} is a learning method (it trains a classifier from item "
+                "features); 'aggregate' runs truth-inference methods, see 'crowdlearn methods'"
+            )
+        if args.kind is not None and args.kind != kind:
+            raise UsageError(f"method {args.method!r} is a {kind} method, not {args.kind}")
+        return kind
+    if args.kind is not None:
+        if args.kind not in DEFAULT_METHODS:
+            raise UsageError(f"--kind must be one of {', '.join(DEFAULT_METHODS)}; got {args.kind!r}")
+        return args.kind
+    colmap = _column_map(args)
+    for kind, roles in _KIND_COLUMNS:
+        if all(colmap.get(r, r) in columns for r in roles):
+            return kind
+    return "classification"
+
+
+def _make_estimator(name: str, kind: str, seed: int | None, params: dict):
     from .registry import get_method, method_kinds
 
-    kind = method_kinds().get(name)
-    if kind is not None and kind != "classification":
-        raise UsageError(
-            f"method {name!r} is a {kind} method (it trains a classifier from item features); "
-            "'aggregate' runs classification methods, see 'crowdlearn methods'"
-        )
-    est = get_method(name)()
+    # an unregistered name: "unknown method", listing every kind's; a known one of another kind
+    # than the data's: "unknown <kind> method", listing those that fit the data
+    est = get_method(name, kind if name in method_kinds() else None)()
     valid = est.get_params()
     unknown = sorted(set(params) - set(valid))
     if unknown:
@@ -77,13 +114,85 @@ def _make_estimator(name: str, seed: int | None, params: dict):
     return est
 
 
+def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
+    """A gold file ``unit,truth`` as a Series unit -> truth value."""
+    from .core.io import read_table
+
+    gdf = read_table(path)
+    tcol = unit_col if unit_col in gdf.columns else gdf.columns[0]
+    vcol = next((c for c in value_cols if c in gdf.columns and c != tcol), None)
+    if vcol is None:
+        raise UsageError(f"{path}: expected columns {unit_col},truth; found {list(gdf.columns)}")
+    return gdf.set_index(tcol)[vcol]
+
+
+def _write(table, out) -> None:
+    from .core.io import write_table
+
+    if out:
+        write_table(table, out)
+    else:
+        table.to_csv(sys.stdout, index=False)
+
+
 def _cmd_aggregate(args) -> int:
+    from .core.io import detect_format, read_table
+
+    colmap = _column_map(args)
+    needs_header = args.kind is None and args.method is None
+    kind = _resolve_kind(args, set(read_table(args.input).columns) if needs_header else set())
+    # errors name file lines (header = line 1); Parquet has no lines: row positions
+    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
+    if kind in ("classification", "ordinal"):
+        return _aggregate_labels(args, kind, colmap, first_line)
+    return _aggregate_answers(args, kind, colmap, first_line)
+
+
+def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
+    """Continuous, multi-label, pairwise and similarity answers: the kind's table in, the
+    fitted ``result_frame()`` out."""
+    from .benchmarking import truth_scores
+    from .core.io import read_table
+    from .registry import DEFAULT_METHODS, answer_type_of
+
+    table_cls = answer_type_of(kind)
+    roles = {role: colmap.get(role, role) for role in table_cls.ROLES}
+    extra = {role: col for role, col in colmap.items()
+             if role not in roles and role not in ("task", "worker", "label")}
+    cols = [*roles.values(), *extra.values()]
+    dup = sorted({c for c in cols if cols.count(c) > 1})
+    if dup:
+        raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
+    df = read_table(args.input, columns=cols)
+    truth = None
+    if args.gold:
+        truth = _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+    data = table_cls.from_frame(df, **roles, **extra, truth=truth, first_line=first_line)
+    del df
+    name = args.method or DEFAULT_METHODS[kind]
+    est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
+    t0 = time.perf_counter()
+    est.fit(data)
+    elapsed = time.perf_counter() - t0
+    _write(est.result_frame(), args.out)
+    summary = f"{name} ({kind}): {data!r}; {elapsed:.3f} s"
+    if truth is not None:
+        scores = truth_scores(est, data)
+        if scores:
+            summary += "; against gold: " + ", ".join(f"{k} = {v:.4f}" for k, v in scores.items())
+    print(summary, file=sys.stderr)
+    return 0
+
+
+def _aggregate_labels(args, kind: str, colmap: dict, first_line) -> int:
+    """Class labels (categorical or ordinal): ``task, label, confidence, p_<class>...``."""
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.io import detect_format, read_table, write_table
+    from .core.io import read_table
+    from .registry import DEFAULT_METHODS
     from .report import posterior_table
 
-    cols = (args.task_col, args.worker_col, args.label_col)
+    cols = (colmap["task"], colmap["worker"], colmap["label"])
     roles = ("task", "worker", "label")
     for i in range(3):
         for j in range(i + 1, 3):
@@ -93,32 +202,21 @@ def _cmd_aggregate(args) -> int:
                     f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
                 )
     df = read_table(args.input, columns=cols)
-    # errors name file lines (header = line 1); Parquet has no lines: row positions
-    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
     truth = None
     if args.gold:
-        gdf = read_table(args.gold)
-        tcol = args.task_col if args.task_col in gdf.columns else gdf.columns[0]
-        vcol = next((c for c in ("truth", "gold", "label", args.label_col) if c in gdf.columns and c != tcol), None)
-        if vcol is None:
-            raise UsageError(f"{args.gold}: expected columns task,truth; found {list(gdf.columns)}")
-        truth = gdf.set_index(tcol)[vcol]
-        del gdf
+        truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
     classes = args.classes.split(",") if args.classes else None
     data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
     has_gold = truth is not None
     del df, truth  # the string frames cost more memory than the fit itself at 10^7 rows
-    est = _make_estimator(args.method, args.seed, _parse_params(args.param))
+    name = args.method or DEFAULT_METHODS[kind]
+    est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
     t0 = time.perf_counter()
     est.fit(data)
     elapsed = time.perf_counter() - t0
-    table = posterior_table(est)
-    if args.out:
-        write_table(table, args.out)
-    else:
-        table.to_csv(sys.stdout, index=False)
+    _write(posterior_table(est), args.out)
     summary = (
-        f"{args.method}: {data.n_labels} answers, {data.n_tasks} tasks, {data.n_workers} workers, "
+        f"{name}: {data.n_labels} answers, {data.n_tasks} tasks, {data.n_workers} workers, "
         f"{data.n_classes} classes; {est.n_iter_} iterations, "
         f"converged={est.converged_}, {elapsed:.3f} s"
     )
@@ -128,7 +226,7 @@ def _cmd_aggregate(args) -> int:
     for attr in ("reason_", "fallback_"):  # why `auto` chose, why a moment method fell back
         note = getattr(est, attr, None)
         if isinstance(note, str) and note:
-            print(f"{args.method}: {note}", file=sys.stderr)
+            print(f"{name}: {note}", file=sys.stderr)
     return 0
 
 
@@ -231,9 +329,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = p.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("aggregate", help="infer the true label of every task")
+    a = sub.add_parser(
+        "aggregate", help="infer the truth of every task (class, number, ranking, clusters)",
+        description="Aggregate crowd answers of any kind. The kind is the method's kind, else "
+        "--kind, else read from the columns (left,right: pairwise; item_a,item_b: similarity; "
+        "otherwise class labels). Output: class labels and ordinal "
+        "task,label,confidence,p_<class>...; continuous task,estimate,stderr; multilabel "
+        "task,label,confidence,p:<tag>...; pairwise item,score,rank,stderr; similarity "
+        "item,cluster,confidence.")
     a.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of answers")
-    a.add_argument("--method", default="ds")
+    a.add_argument("--method", default=None, help="registered method (default: the kind's default)")
+    a.add_argument("--kind", default=None,
+                   help="classification, continuous, ordinal, multilabel, pairwise or similarity")
+    a.add_argument("--col", action="append", metavar="ROLE=COLUMN",
+                   help="column of a role (e.g. left=first, group=query); repeatable")
     a.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
     a.add_argument("--task-col", default="task")
     a.add_argument("--worker-col", default="worker")
@@ -245,7 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_aggregate)
 
     m = sub.add_parser("methods", help="list the registered methods: kind, needs, description")
-    m.add_argument("--kind", help="only methods of this kind (classification, learning)")
+    m.add_argument("--kind", help="only methods of this kind (classification, learning, "
+                   "continuous, ordinal, multilabel, pairwise, similarity)")
     m.set_defaults(func=_cmd_methods)
 
     b = sub.add_parser("benchmark", help="accuracy table over dataset folders")

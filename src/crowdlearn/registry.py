@@ -28,7 +28,7 @@ from importlib import import_module
 from typing import NamedTuple
 
 __all__ = ["methods", "get_method", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
-           "Entry"]
+           "DEFAULT_METHODS", "Entry"]
 
 
 class Entry(NamedTuple):
@@ -97,6 +97,16 @@ REGISTRY: dict[str, Entry] = {
 
     # ---- similarity: whether two items belong together; a cluster per item
 
+}
+
+#: the method ``crowdlearn aggregate`` runs for a kind when none is named
+DEFAULT_METHODS: dict[str, str] = {
+    _C: "ds",
+    _CONT: "gaussian-em",
+    _ORD: "ordinal-ds",
+    _ML: "binary-relevance",
+    _PW: "bt",
+    _SIM: "symnmf",
 }
 
 #: kind -> "module:Class" of the answer table its methods fit on (ordinal methods fit on
