@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.data import factorize_ids, row_list
 
-__all__ = ["Comparisons", "as_comparisons", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
+__all__ = ["Comparisons", "as_comparisons", "read_truth", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
 
 #: outcome codes
 LEFT, RIGHT, TIE = 0, 1, 2
@@ -289,15 +289,16 @@ class Comparisons:
 
         truth_arr = None
         if truth is not None:
-            truth_s = truth if isinstance(truth, pd.Series) else pd.Series(truth)
-            if isinstance(truth_s.index, pd.MultiIndex):
-                if truth_s.index.nlevels != 2:
-                    raise ValueError("truth with a MultiIndex must have two levels (group, item)")
-                truth_s = pd.Series(truth_s.to_numpy(), index=[
-                    f"{g}{GROUP_SEP}{i}" for g, i in truth_s.index])
-            elif group is not None and len(truth_s) and isinstance(truth_s.index[0], tuple):
-                truth_s = pd.Series(truth_s.to_numpy(), index=[
-                    f"{g}{GROUP_SEP}{i}" for g, i in truth_s.index])
+            if isinstance(truth, pd.Series):
+                keys, vals = list(truth.index), truth.to_numpy()
+            else:
+                keys, vals = list(truth.keys()), list(truth.values())
+            if isinstance(getattr(truth, "index", None), pd.MultiIndex) and truth.index.nlevels != 2:
+                raise ValueError("truth with a MultiIndex must have two levels (group, item)")
+            # (group, item) keys become unit ids; other keys are unit ids already
+            keys = [f"{k[0]}{GROUP_SEP}{k[1]}" if group is not None and isinstance(k, tuple)
+                    and len(k) == 2 else k for k in keys]
+            truth_s = pd.Series(vals, index=pd.Index(keys, tupleize_cols=False), dtype=object)
             values = pd.to_numeric(truth_s, errors="coerce").to_numpy(dtype=float)
             bad_truth = ~np.isfinite(values) & truth_s.notna().to_numpy()
             if bad_truth.any():
@@ -357,6 +358,26 @@ class Comparisons:
         if self.grouped:
             frame["group"] = self.item_group[self.left]
         return frame
+
+
+def read_truth(path, item: str = "task", value: str = "truth", group: str | None = None, *,
+               lower_is_better: bool = False) -> pd.Series:
+    """Gold scores from a file (``item, value`` and optionally ``group`` columns) as the
+    ``truth`` argument of :meth:`Comparisons.from_frame`: higher = better, so with
+    ``lower_is_better`` (ranks, or the groups of ``music_similarity_pairs``, where group 1 is
+    the most similar) the values are negated; keyed by ``(group, item)`` when grouped."""
+    from ..core.tables import read_table
+
+    cols = (item, value) + ((group,) if group is not None else ())
+    df = read_table(path, columns=cols)
+    values = pd.to_numeric(df[value], errors="coerce")
+    bad = values.isna().to_numpy() & df[value].notna().to_numpy()
+    if bad.any():
+        raise ValueError(f"{path}: non-numeric {value!r} at {row_list(bad, 2)}")
+    values = -values if lower_is_better else values
+    index = (pd.MultiIndex.from_arrays([df[group], df[item]]) if group is not None
+             else pd.Index(df[item]))
+    return pd.Series(values.to_numpy(dtype=float), index=index, name="truth")
 
 
 def as_comparisons(answers: Any) -> Comparisons:
