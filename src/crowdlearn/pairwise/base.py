@@ -68,6 +68,24 @@ class PairCounts:
     ties: np.ndarray
 
 
+def _pair_index(data: Comparisons):
+    """Per comparison: its unordered pair's code, whether left is the larger item code, and
+    the pairs' ``(a, b)`` items; one O(L) hash factorisation, cached on the table."""
+    got = data._cache.get("pairs")
+    if got is None:
+        left = data.left.astype(np.int64)
+        right = data.right.astype(np.int64)
+        swap = left > right
+        key = np.where(swap, right * data.n_items + left, left * data.n_items + right)
+        codes, uniques = pd.factorize(key, sort=True)
+        uniques = np.asarray(uniques, dtype=np.int64)
+        got = (codes, swap, uniques // max(data.n_items, 1), uniques % max(data.n_items, 1))
+        for arr in got:
+            arr.flags.writeable = False
+        data._cache["pairs"] = got
+    return got
+
+
 def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:
     """Merge the comparisons by unordered pair in O(L) (hash factorisation, then bincount).
 
@@ -76,14 +94,8 @@ def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> Pa
     side.  Ties always count 1.  Merging makes each iteration cost O(distinct pairs) and
     makes the result independent of which item was shown on the left.
     """
-    left = data.left.astype(np.int64)
-    right = data.right.astype(np.int64)
-    swap = left > right
-    a = np.where(swap, right, left)
-    b = np.where(swap, left, right)
-    key = a * data.n_items + b
-    codes, uniques = pd.factorize(key, sort=True)
-    n_pairs = len(uniques)
+    codes, swap, a, b = _pair_index(data)
+    n_pairs = len(a)
     out = data.outcome
     strict = out != TIE
     if weights_left is None:
@@ -91,13 +103,10 @@ def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> Pa
     else:
         w_left = np.where(strict, weights_left, 0.0)
     w_right = np.where(strict, 1.0 - w_left, 0.0)
-    # a is the left item unless swapped
-    w_a = np.where(swap, w_right, w_left)
+    w_a = np.where(swap, w_right, w_left)  # a is the left item unless swapped
     w_b = np.where(swap, w_left, w_right)
-    uniques = np.asarray(uniques, dtype=np.int64)
     return PairCounts(
-        a=uniques // data.n_items,
-        b=uniques % data.n_items,
+        a=a, b=b,
         wins_a=np.bincount(codes, weights=w_a, minlength=n_pairs),
         wins_b=np.bincount(codes, weights=w_b, minlength=n_pairs),
         ties=np.bincount(codes, weights=(~strict).astype(np.float64), minlength=n_pairs),

@@ -100,8 +100,9 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     fixed.  Every pass is a few ``np.bincount`` over the merged pairs: linear.
 
     Stops when the log-likelihood (plus prior) per answer gains less than ``tol`` in an
-    iteration (MM never decreases it).  Returns ``(s, theta, history)`` with the
-    log-likelihood (plus prior) per iteration.
+    iteration (MM never decreases it), or after ``max_iter`` MM steps.  Returns
+    ``(s, theta, history)``; ``history`` holds the log-likelihood (plus prior) of each
+    iterate before its step (so the last entry lags the returned scores by one step).
     """
     a, b = pc.a, pc.b
     big_a = pc.wins_a + pc.ties
@@ -117,16 +118,23 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     for _ in range(int(max_iter)):
         p = np.exp(s)
         pa, pb = p[a], p[b]
-        u = big_a / (pa + theta * pb)
-        v = big_b / (pb + theta * pa)
+        x = pa + theta * pb
+        y = pb + theta * pa
+        # log-likelihood (plus prior) at the current iterate, from the MM step's own terms
+        loglik = (float(np.dot(numer - prior_strength, s)) - float(np.dot(big_a, np.log(x)))
+                  - float(np.dot(big_b, np.log(y)))
+                  + (n_ties * np.log(theta * theta - 1.0) if n_ties > 0 else 0.0)
+                  + prior_strength * float(np.sum(s - 2.0 * np.logaddexp(0.0, s))))
+        if history and loglik - history[-1] < tol * n_answers:
+            history.append(loglik)
+            break
+        history.append(loglik)
+        u = big_a / x
+        v = big_b / y
         denom = (np.bincount(a, weights=u + theta * v, minlength=n_items)
                  + np.bincount(b, weights=theta * u + v, minlength=n_items)
                  + 2.0 * prior_strength / (p + 1.0))
-        s_new = np.log(numer) - np.log(denom)
+        s = np.log(numer) - np.log(denom)
         if fit_theta:
-            theta = _theta_step(theta, np.exp(s_new), pc, n_ties)
-        s = s_new
-        history.append(pair_loglik(s, np.log(theta), pc, prior_strength, grad=False)[0])
-        if len(history) > 1 and (history[-1] - history[-2]) < tol * n_answers:
-            break
+            theta = _theta_step(theta, np.exp(s), pc, n_ties)
     return s, theta, history
