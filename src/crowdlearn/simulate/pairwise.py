@@ -23,7 +23,7 @@ from ..core.base import resolve_generator
 from ..pairwise.data import Comparisons
 from ..pairwise.links import outcome_probs
 
-__all__ = ["PairwisePlanted", "pairwise_crowd"]
+__all__ = ["PairwisePlanted", "pairwise_crowd", "PreferencePlanted", "preference_crowd"]
 
 
 @dataclass(frozen=True)
@@ -97,3 +97,59 @@ def pairwise_crowd(n_items: int = 200, n_workers: int = 50, n_comparisons: int =
         reliable=pd.Series(reliable, index=worker_ids, name="reliable"),
         tau=float(tau))
     return data, planted
+
+
+@dataclass(frozen=True)
+class PreferencePlanted:
+    """The planted parameters of a :func:`preference_crowd`.
+
+    quality : Series (prompt, response) -> planted quality score.
+    better : Series pair -> 0 if ``response_1`` is truly better, 1 if ``response_2``.
+    eta : Series worker -> probability of reporting the true outcome.
+    """
+
+    quality: pd.Series
+    better: pd.Series
+    eta: pd.Series
+
+
+def preference_crowd(n_prompts: int = 50, responses_per_prompt: int = 4, n_workers: int = 20,
+                     annotations_per_pair: int = 3, *, frac_unreliable: float = 0.3,
+                     eta_reliable=(0.85, 1.0), eta_unreliable=(0.05, 0.35),
+                     score_scale: float = 1.5, tau: float = 0.2, random_state=0):
+    """Preference annotations on every pair of responses of every prompt.
+
+    Each response has a planted quality ``N(0, score_scale^2)``; each pair is judged by
+    ``annotations_per_pair`` distinct annotators, who report the Bradley-Terry/Rao-Kupper
+    outcome with probability ``eta_w`` and its reverse otherwise (as :func:`pairwise_crowd`).
+    Returns ``(Preferences, PreferencePlanted)``; the pairs keep the order of the rows.
+    """
+    from ..pairwise.preferences import Preferences
+
+    rng = resolve_generator(random_state)
+    n_bad = int(round(frac_unreliable * n_workers))
+    reliable = np.ones(n_workers, dtype=bool)
+    reliable[rng.permutation(n_workers)[:n_bad]] = False
+    eta = np.where(reliable, rng.uniform(*eta_reliable, n_workers),
+                   rng.uniform(*eta_unreliable, n_workers))
+    rows, quality, better = [], {}, []
+    for pr in range(n_prompts):
+        q = rng.normal(0.0, score_scale, responses_per_prompt)
+        names = [f"response {pr}.{k}" for k in range(responses_per_prompt)]
+        quality.update({(f"prompt {pr}", n): v for n, v in zip(names, q)})
+        for i in range(responses_per_prompt):
+            for j in range(i + 1, responses_per_prompt):
+                better.append(0 if q[i] >= q[j] else 1)
+                p, _, _ = outcome_probs(np.array([q[i] - q[j]]), tau)
+                for w in rng.choice(n_workers, annotations_per_pair, replace=False):
+                    true = rng.choice(3, p=p[0] / p[0].sum())
+                    said = 1 - true if (true < 2 and rng.random() >= eta[w]) else true
+                    rows.append((f"prompt {pr}", names[i], names[j], f"w{w}", "ab="[said]))
+    frame = pd.DataFrame(rows, columns=["prompt", "response_a", "response_b", "worker", "label"])
+    prefs = Preferences.from_frame(frame)
+    planted = PreferencePlanted(
+        quality=pd.Series(quality, name="quality"),
+        better=pd.Series(better, name="better"),
+        eta=pd.Series(eta, index=pd.Index([f"w{k}" for k in range(n_workers)], name="worker"),
+                      name="eta"))
+    return prefs, planted
