@@ -13,6 +13,19 @@ Modes (each prints exactly one JSON object on stdout; logs go to stderr)::
     python _crowdkit_runner.py speed --npz FILE --method DawidSkene --max-iter 20 [--tol 0]
         -> {"method", "time", "cpu_time", "peak_rss_mb", "n_iter", "n_labels", ..., "error"}
 
+    python _crowdkit_runner.py pairwise --csv FILE [--methods BradleyTerry ...] [--max-iter 100]
+            [--tol none] [--group-col query]
+        -> {method: {"time", "cpu_time", "scores": {item: score}, "error", "kwargs",
+                     "dropped_ties"}}
+
+    python _crowdkit_runner.py pairwise-speed --npz FILE --method BradleyTerry --max-iter 20 --tol 0
+        -> {"method", "time", "cpu_time", "n_comparisons", "n_items", "peak_rss_mb", "error"}
+
+Pairwise modes: crowd-kit's pairwise models have no ties (a label must be the left or the
+right item), so rows whose label is neither are dropped and counted (``dropped_ties``); with
+``--group-col`` the item ids become ``"<group>::<item>"``, the unit ids crowdlearn uses for
+grouped comparisons, so the scores can be compared item by item.
+
 "time" is wall-clock seconds of ``fit_predict``; "cpu_time" is the process CPU
 seconds over the same span (less sensitive to other load on the machine).
 
@@ -221,6 +234,54 @@ def cmd_speed(args) -> dict:
     return res
 
 
+PAIRWISE_METHODS = ["BradleyTerry", "NoisyBradleyTerry"]
+
+
+def cmd_pairwise(args) -> dict:
+    import pandas as pd
+
+    df = pd.read_csv(args.csv, dtype=str, keep_default_na=False)
+    if args.group_col:
+        for col in ("left", "right", "label"):
+            df[col] = df[args.group_col] + "::" + df[col]
+    strict = (df["label"] == df["left"]) | (df["label"] == df["right"])
+    dropped = int((~strict).sum())
+    df = df.loc[strict, ["worker", "left", "right", "label"]].reset_index(drop=True)
+    _log(f"{args.csv}: {len(df)} strict comparisons ({dropped} ties dropped)")
+    tol = None if args.tol is None else float(args.tol)
+    out = {}
+    for m in args.methods:
+        scores, secs, cpu, err, n_iter, kwargs = _fit_predict(
+            m, df, args.timeout, max_iter=args.max_iter, tol=tol, clock=args.timeout_clock)
+        res = {"time": round(secs, 6), "cpu_time": round(cpu, 6), "scores": {}, "error": err,
+               "kwargs": {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v)
+                          for k, v in kwargs.items()},
+               "dropped_ties": dropped}
+        if scores is not None:
+            res["scores"] = {str(k): float(v) for k, v in scores.items()}
+        _log(f"  {m:18s} {secs:9.3f} s wall" + (f"  ERROR {err}" if err else ""))
+        out[m] = res
+    return out
+
+
+def cmd_pairwise_speed(args) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    with np.load(args.npz) as z:
+        left, right, winner = z["left"], z["right"], z["winner"]
+        worker = z["worker"] if "worker" in z.files else np.zeros_like(left)
+    df = pd.DataFrame({"worker": worker.astype(np.int64), "left": left.astype(np.int64),
+                       "right": right.astype(np.int64), "label": winner.astype(np.int64)})
+    tol = None if args.tol is None else float(args.tol)
+    scores, secs, cpu, err, n_iter, kwargs = _fit_predict(
+        args.method, df, args.timeout, max_iter=args.max_iter, tol=tol, clock=args.timeout_clock)
+    return {"method": args.method, "kwargs": kwargs, "n_comparisons": int(len(df)),
+            "n_items": int(np.unique(np.concatenate([left, right])).size),
+            "time": round(secs, 6), "cpu_time": round(cpu, 6),
+            "peak_rss_mb": round(_peak_rss_mb(), 1), "error": err}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="mode", required=True)
@@ -241,7 +302,26 @@ def main(argv=None) -> int:
     s.add_argument("--mem-gb", type=float, default=None, help="RLIMIT_AS cap (GiB)")
     s.add_argument("--out", default=None)
 
-    for sp in (a, s):
+    pw = sub.add_parser("pairwise", help="pairwise aggregators on a worker,left,right,label CSV")
+    pw.add_argument("--csv", required=True)
+    pw.add_argument("--methods", nargs="+", default=PAIRWISE_METHODS)
+    pw.add_argument("--max-iter", type=int, default=100)
+    pw.add_argument("--tol", default="none", help="float; 'none' keeps crowd-kit's default")
+    pw.add_argument("--group-col", default=None)
+    pw.add_argument("--timeout", type=float, default=300.0)
+    pw.add_argument("--mem-gb", type=float, default=None)
+    pw.add_argument("--out", default=None)
+
+    ps = sub.add_parser("pairwise-speed", help="time one pairwise aggregator on saved codes")
+    ps.add_argument("--npz", required=True)
+    ps.add_argument("--method", default="BradleyTerry")
+    ps.add_argument("--max-iter", type=int, default=20)
+    ps.add_argument("--tol", default="0")
+    ps.add_argument("--timeout", type=float, default=0.0)
+    ps.add_argument("--mem-gb", type=float, default=None)
+    ps.add_argument("--out", default=None)
+
+    for sp in (a, s, pw, ps):
         sp.add_argument("--timeout-clock", choices=sorted(_CLOCKS), default="cpu",
                         help="clock the timeout is measured on (default: cpu)")
     args = p.parse_args(argv)
@@ -250,7 +330,9 @@ def main(argv=None) -> int:
     _set_mem_limit(args.mem_gb)
     os.environ.setdefault("TQDM_DISABLE", "1")
 
-    result = cmd_accuracy(args) if args.mode == "accuracy" else cmd_speed(args)
+    modes = {"accuracy": cmd_accuracy, "speed": cmd_speed, "pairwise": cmd_pairwise,
+             "pairwise-speed": cmd_pairwise_speed}
+    result = modes[args.mode](args)
     text = json.dumps(result)
     if args.out:
         Path(args.out).write_text(text)

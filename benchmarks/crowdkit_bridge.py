@@ -19,7 +19,8 @@ HERE = Path(__file__).resolve().parent
 VENV_PY = HERE / ".venv-crowdkit" / "bin" / "python"
 RUNNER = HERE / "_crowdkit_runner.py"
 
-__all__ = ["VENV_PY", "available", "run_runner", "crowdkit_accuracy", "crowdkit_speed"]
+__all__ = ["VENV_PY", "available", "run_runner", "crowdkit_accuracy", "crowdkit_speed",
+           "crowdkit_pairwise", "crowdkit_pairwise_speed"]
 
 
 def available() -> bool:
@@ -56,6 +57,28 @@ def crowdkit_speed(npz, method="DawidSkene", max_iter=20, tol="0", mem_gb=10.0,
     """
     args = ["speed", "--npz", npz, "--method", method, "--max-iter", max_iter,
             f"--tol={tol}", "--timeout", timeout, "--timeout-clock", timeout_clock]
+    if mem_gb:
+        args += ["--mem-gb", mem_gb]
+    return run_runner(args, stderr=stderr)
+
+
+def crowdkit_pairwise(csv, methods=None, max_iter=100, tol="none", group_col=None,
+                      timeout=300.0, stderr=subprocess.DEVNULL) -> dict:
+    """{method: {"time", "cpu_time", "scores": {item: score}, "error", "dropped_ties"}} of
+    crowd-kit's pairwise aggregators on a ``worker,left,right,label`` CSV (ties dropped)."""
+    args = ["pairwise", "--csv", csv, "--max-iter", max_iter, f"--tol={tol}", "--timeout", timeout]
+    if methods:
+        args += ["--methods", *methods]
+    if group_col:
+        args += ["--group-col", group_col]
+    return run_runner(args, stderr=stderr)
+
+
+def crowdkit_pairwise_speed(npz, method="BradleyTerry", max_iter=20, tol="0", mem_gb=10.0,
+                            timeout=0.0, stderr=subprocess.DEVNULL) -> dict:
+    """Time one crowd-kit pairwise aggregator on codes saved as ``left, right, winner``."""
+    args = ["pairwise-speed", "--npz", npz, "--method", method, "--max-iter", max_iter,
+            f"--tol={tol}", "--timeout", timeout]
     if mem_gb:
         args += ["--mem-gb", mem_gb]
     return run_runner(args, stderr=stderr)

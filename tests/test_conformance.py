@@ -29,7 +29,12 @@ QUICK: dict[str, dict] = {
 
 # checks that fail today for a known reason, to be removed once the fix is merged:
 # {(registry name, check name): reason}
-KNOWN_FAILURES: dict[tuple[str, str], str] = {}
+_CLASS_LABEL_DATA = ("testing.kinds runs checks.check_clone_and_params, which fits on class labels "
+                     "(checks.crowd_for); pairwise methods run check_params_on_comparisons instead")
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    (name, "check_clone_and_params"): _CLASS_LABEL_DATA
+    for name in ("bt", "thurstone", "crowd-bt", "noisy-bt")
+}
 
 
 @pytest.fixture(autouse=True)

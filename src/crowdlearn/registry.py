@@ -94,6 +94,10 @@ REGISTRY: dict[str, Entry] = {
     # ---- multilabel: a set of tags per answer
 
     # ---- pairwise: which of two items wins (or a tie); score and rank per item
+    "bt": Entry(_PW, "crowdlearn.pairwise.bt:BradleyTerry"),
+    "thurstone": Entry(_PW, "crowdlearn.pairwise.thurstone:Thurstone"),
+    "crowd-bt": Entry(_PW, "crowdlearn.pairwise.crowd_bt:CrowdBT"),
+    "noisy-bt": Entry(_PW, "crowdlearn.pairwise.noisy_bt:NoisyBT"),
 
     # ---- similarity: whether two items belong together; a cluster per item
 

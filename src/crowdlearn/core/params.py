@@ -40,7 +40,8 @@ PSEUDO_COUNTS = frozenset({
     "strategy_prior",
 })
 #: scales and variances that must be finite and > 0
-POSITIVE = frozenset({"lambda_worker", "lr_init", "alpha_prior_var", "log_beta_prior_var"})
+POSITIVE = frozenset({"lambda_worker", "lr_init", "alpha_prior_var", "log_beta_prior_var",
+                      "prior_strength"})
 #: probabilities and fractions: (name -> (low, high, high included))
 FRACTIONS = {"default_noise": (0.0, 1.0, True), "trim": (0.0, 0.5, False), "floor": (0.0, 1.0, False)}
 #: parameters for which None means "the method's own choice"

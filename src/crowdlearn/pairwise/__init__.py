@@ -1,0 +1,1 @@
+"""Pairwise comparisons and preferences: Bradley-Terry, Thurstone, Crowd-BT, NoisyBT."""

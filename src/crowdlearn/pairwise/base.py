@@ -1,0 +1,221 @@
+"""Base of the pairwise-comparison methods: fit -> a score, rank and standard error per item.
+
+A method implements ``_fit(data) -> PairwiseFit``; this base validates the input, warns about
+a disconnected comparison graph, turns the fitted scores into ranks and computes standard
+errors from the Fisher information the method reports.
+
+Regularisation (every method): each item plays ``prior_strength`` virtual wins and as many
+virtual losses against a virtual item of score 0 (:func:`crowdlearn.pairwise.links.prior_terms`;
+Chen et al. 2013 regularise Crowd-BT this way).  It keeps every fit defined -- an item that
+wins all its comparisons gets a finite score, items of different components of the
+comparison graph are placed relative to the common zero, an item never compared gets the
+prior mean 0 -- and vanishes relative to the data as comparisons accumulate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.base import AnswerEstimator, Tags
+from ..core.params import check_params
+from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
+
+__all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "score_stderr",
+           "DENSE_STDERR_MAX"]
+
+#: up to this many items the standard errors use the full inverse Fisher information; above,
+#: its diagonal approximation (conditional variances, a lower bound)
+DENSE_STDERR_MAX = 3000
+
+
+@dataclass
+class PairwiseFit:
+    """What a method's ``_fit`` returns.
+
+    scores : (n_items,) fitted scores, higher = better.
+    info : (n_rows,) Fisher information of each row of ``info_pairs`` about ``d = s_a - s_b``.
+    info_pairs : (a, b) item codes of those rows.
+    prior_curv : (n_items,) minus the second derivative of the log prior at ``scores``.
+    reliability : (n_workers,) worker reliability, or None when the model has none.
+    history : objective per iteration.
+    extra : further fitted attributes, set on the estimator as they are named.
+    """
+
+    scores: np.ndarray
+    info: np.ndarray
+    info_pairs: tuple[np.ndarray, np.ndarray]
+    prior_curv: np.ndarray
+    reliability: np.ndarray | None = None
+    history: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class PairCounts:
+    """Comparisons merged per unordered item pair ``a < b``: how often ``a`` won, ``b`` won,
+    and how often they tied (optionally weighted)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    wins_a: np.ndarray
+    wins_b: np.ndarray
+    ties: np.ndarray
+
+
+def _pair_index(data: Comparisons):
+    """Per comparison: its unordered pair's code, whether left is the larger item code, and
+    the pairs' ``(a, b)`` items; one O(L) hash factorisation, cached on the table."""
+    got = data._cache.get("pairs")
+    if got is None:
+        left = data.left.astype(np.int64)
+        right = data.right.astype(np.int64)
+        swap = left > right
+        key = np.where(swap, right * data.n_items + left, left * data.n_items + right)
+        codes, uniques = pd.factorize(key, sort=True)
+        uniques = np.asarray(uniques, dtype=np.int64)
+        got = (codes, swap, uniques // max(data.n_items, 1), uniques % max(data.n_items, 1))
+        for arr in got:
+            arr.flags.writeable = False
+        data._cache["pairs"] = got
+    return got
+
+
+def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:
+    """Merge the comparisons by unordered pair in O(L) (hash factorisation, then bincount).
+
+    ``weights_left`` (optional, per comparison, for fractional outcomes): the weight of
+    "left wins" for a comparison answered left or right; ``1 - weight`` goes to the other
+    side.  Ties always count 1.  Merging makes each iteration cost O(distinct pairs) and
+    makes the result independent of which item was shown on the left.
+    """
+    codes, swap, a, b = _pair_index(data)
+    n_pairs = len(a)
+    out = data.outcome
+    strict = out != TIE
+    if weights_left is None:
+        w_left = (out == LEFT).astype(np.float64)
+    else:
+        w_left = np.where(strict, weights_left, 0.0)
+    w_right = np.where(strict, 1.0 - w_left, 0.0)
+    w_a = np.where(swap, w_right, w_left)  # a is the left item unless swapped
+    w_b = np.where(swap, w_left, w_right)
+    return PairCounts(
+        a=a, b=b,
+        wins_a=np.bincount(codes, weights=w_a, minlength=n_pairs),
+        wins_b=np.bincount(codes, weights=w_b, minlength=n_pairs),
+        ties=np.bincount(codes, weights=(~strict).astype(np.float64), minlength=n_pairs),
+    )
+
+
+def score_stderr(n_items: int, a: np.ndarray, b: np.ndarray, info: np.ndarray,
+                 prior_curv: np.ndarray) -> np.ndarray:
+    """Standard errors of the scores from the inverse of the (regularised) Fisher information.
+
+    The information matrix of a model whose answers depend on score differences is a
+    weighted graph Laplacian (``info`` on the edges ``a - b``) plus the prior's curvature on
+    the diagonal, which makes it invertible.  Up to :data:`DENSE_STDERR_MAX` items the
+    diagonal of its inverse is computed exactly; above, ``1 / sqrt(H_ii)`` (each score's
+    variance with the others held fixed, a lower bound) keeps the cost linear.
+    """
+    deg = (np.bincount(a, weights=info, minlength=n_items)
+           + np.bincount(b, weights=info, minlength=n_items) + prior_curv)
+    deg = np.maximum(deg, 1e-12)
+    if n_items > DENSE_STDERR_MAX:
+        return 1.0 / np.sqrt(deg)
+    h = np.zeros((n_items, n_items))
+    np.add.at(h, (a, b), -info)
+    h = h + h.T
+    h[np.diag_indices(n_items)] = deg
+    try:
+        cov_diag = np.diag(np.linalg.inv(h))
+    except np.linalg.LinAlgError:
+        return 1.0 / np.sqrt(deg)
+    return np.sqrt(np.maximum(cov_diag, 0.0))
+
+
+class PairwiseEstimator(AnswerEstimator):
+    """Base of the pairwise methods (kind ``"pairwise"``).
+
+    ``fit(answers)`` takes a :class:`~crowdlearn.pairwise.data.Comparisons` (or a DataFrame
+    with columns ``worker, left, right, label`` and optionally ``group``).
+
+    Attributes
+    ----------
+    scores_ : Series item -> score
+        Higher is better; the log-strength scale of the model (0 = the prior mean).
+    ranks_ : Series item -> int
+        1 = best; within each group for grouped comparisons; equal scores share the rank.
+    stderr_ : Series item -> float
+        Standard error of each score (:func:`score_stderr`).
+    worker_reliability_ : Series worker -> float
+        Methods with a worker model only (see each method).
+    n_components_ : int
+        Connected components of the comparison graph.
+    history_ : list of float
+        Objective per iteration.
+    """
+
+    _result_attr = "scores_"
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), kind="pairwise",
+                                   answer_type="pairwise", accepts_gold=False)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, answers: Any) -> "PairwiseEstimator":
+        """Fit on comparisons; returns ``self``.  The input is not modified."""
+        check_params(self)
+        data = as_comparisons(answers)
+        self._warn_disconnected(data)
+        fitted = self._fit(data)
+        scores = np.asarray(fitted.scores, dtype=np.float64)
+        if not np.all(np.isfinite(scores)):  # a bug, not a data problem: never hand out NaN
+            raise FloatingPointError(f"{type(self).__name__}: non-finite scores")
+        stderr = score_stderr(data.n_items, fitted.info_pairs[0], fitted.info_pairs[1],
+                              np.nan_to_num(fitted.info), fitted.prior_curv)
+        items = data.items
+        self.items_ = items
+        self.scores_ = pd.Series(scores, index=items, name="score")
+        self.stderr_ = pd.Series(stderr, index=items, name="stderr")
+        groups = data.group_codes()
+        ranks = (pd.Series(-scores).groupby(groups).rank(method="min").to_numpy())
+        self.ranks_ = pd.Series(ranks.astype(np.int64), index=items, name="rank")
+        self.groups_ = (pd.Series(data.item_group, index=items, name="group")
+                        if data.grouped else None)
+        if fitted.reliability is not None:
+            self.worker_reliability_ = pd.Series(fitted.reliability, index=data.workers,
+                                                 name="reliability")
+        self.history_ = list(fitted.history)
+        for name, value in fitted.extra.items():
+            setattr(self, name, value)
+        return self
+
+    def _fit(self, data: Comparisons) -> PairwiseFit:
+        raise NotImplementedError
+
+    def _warn_disconnected(self, data: Comparisons) -> None:
+        n_comp, _ = data.components()
+        n_groups = len(np.unique(data.group_codes())) if data.n_items else 1
+        self.n_components_ = n_comp
+        if n_comp > n_groups:
+            where = f" (across {n_groups} groups)" if data.grouped else ""
+            warnings.warn(
+                f"{type(self).__name__}: the comparison graph has {n_comp} connected "
+                f"components{where}; scores of items in different components are not "
+                "compared by any answer and are placed only through the prior "
+                "(virtual games against a zero-score item, prior_strength="
+                f"{getattr(self, 'prior_strength', None)})", UserWarning, stacklevel=3)
+
+    # --------------------------------------------------------------- output
+    def _result_frame(self) -> pd.DataFrame:
+        frame = pd.DataFrame({"item": self.items_, "score": self.scores_.to_numpy(),
+                              "rank": self.ranks_.to_numpy(), "stderr": self.stderr_.to_numpy()})
+        if self.groups_ is not None:
+            frame["group"] = self.groups_.to_numpy()
+        return frame

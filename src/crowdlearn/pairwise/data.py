@@ -1,0 +1,390 @@
+"""The pairwise answer table: :class:`Comparisons`, one row per "which of the two is better".
+
+Each answer is a worker comparing two items, ``left`` and ``right``, and naming the winner or
+calling a tie.  The table stores the answers as integer codes (``worker``, ``left``,
+``right``: ``int32``; ``outcome``: ``int8``, 0 = left wins, 1 = right wins, 2 = tie) with the
+ids in pandas Indexes, like :class:`crowdlearn.core.data.CrowdLabels`; the arrays are
+read-only.  Memory is O(L + n_items); nothing of size items x items is ever allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.data import factorize_ids, row_list
+
+__all__ = ["Comparisons", "as_comparisons", "read_truth", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
+
+#: outcome codes
+LEFT, RIGHT, TIE = 0, 1, 2
+#: labels read as a tie (compared after stripping blanks and lower-casing)
+TIE_MARKERS = ("tie", "draw", "=")
+#: separator between the group and the item in the unit id of grouped comparisons
+GROUP_SEP = "::"
+
+
+def _text(values: pd.Series) -> np.ndarray:
+    """Ids as text, so a label ``"3"`` read from a file names the item ``3`` of a frame."""
+    return values.astype(str).to_numpy()
+
+
+class Comparisons:
+    """Pairwise comparisons as an immutable, integer-coded table.
+
+    Parameters
+    ----------
+    worker, left, right : array of int
+        Codes of length L; ``left != right`` on every row.
+    outcome : array of int
+        0 = ``left`` wins, 1 = ``right`` wins, 2 = tie.
+    workers, items : pandas.Index
+        The ids behind the codes.  An item that is never compared may be listed (it gets the
+        prior in every fit).
+    truth : array of float, optional
+        Gold score per item, higher = better; ``NaN`` where unknown.
+    item_group, item_name : array, optional
+        For grouped comparisons (see :meth:`from_frame`): the group and the item id as given
+        of every unit.
+
+    Notes
+    -----
+    Labels: a label equal to the row's left id means "left wins", to its right id "right
+    wins" (ids are compared as text, so ``3`` and ``"3"`` are the same item); otherwise, after
+    stripping blanks and lower-casing, ``"tie"``, ``"draw"`` and ``"="`` (:data:`TIE_MARKERS`)
+    mean a tie.  The side ids are checked first, so an item called ``tie`` can still win.
+    Anything else is refused with a ``ValueError`` naming the rows.
+
+    Groups: when comparisons are made within a context -- a query in a similarity judgment,
+    a prompt for model responses -- the same item can rank differently in each context, so
+    the unit is the (group, item) pair.  Its id is the text ``f"{group}::{item}"``
+    (:data:`GROUP_SEP`); ``item_group`` and ``item_name`` keep both parts, and items of
+    different groups are never compared with each other (each group is its own comparison
+    graph, and ranks are given within groups).
+    """
+
+    ROLES = ("worker", "left", "right", "label")
+
+    __slots__ = ("worker", "left", "right", "outcome", "workers", "items", "truth",
+                 "item_group", "item_name", "_cache")
+
+    def __init__(
+        self,
+        worker: np.ndarray,
+        left: np.ndarray,
+        right: np.ndarray,
+        outcome: np.ndarray,
+        workers: pd.Index,
+        items: pd.Index,
+        truth: np.ndarray | None = None,
+        item_group: np.ndarray | None = None,
+        item_name: np.ndarray | None = None,
+    ) -> None:
+        worker = np.ascontiguousarray(worker, dtype=np.int32)
+        left = np.ascontiguousarray(left, dtype=np.int32)
+        right = np.ascontiguousarray(right, dtype=np.int32)
+        outcome = np.ascontiguousarray(outcome, dtype=np.int8)
+        if not (len(worker) == len(left) == len(right) == len(outcome)):
+            raise ValueError("worker, left, right and outcome arrays must have the same length")
+        n, m = len(items), len(workers)
+        for arr, size, what in ((worker, m, "worker"), (left, n, "left"), (right, n, "right"),
+                                (outcome, 3, "outcome")):
+            if len(arr) and (arr.min() < 0 or arr.max() >= size):
+                raise ValueError(f"{what} codes must lie in [0, {size})")
+        if np.any(left == right):
+            raise ValueError(f"self-comparisons (left == right) at {row_list(left == right)}")
+        self.worker, self.left, self.right, self.outcome = worker, left, right, outcome
+        self.workers = pd.Index(workers, name="worker")
+        self.items = pd.Index(items, name="item")
+        if truth is not None:
+            truth = np.array(truth, dtype=np.float64)
+            if truth.shape != (n,):
+                raise ValueError(f"truth must have one entry per item ({n}), got {truth.shape}")
+            truth.flags.writeable = False
+        self.truth = truth
+        for name, arr in (("item_group", item_group), ("item_name", item_name)):
+            if arr is not None:
+                arr = np.asarray(arr, dtype=object)
+                if arr.shape != (n,):
+                    raise ValueError(f"{name} must have one entry per item ({n})")
+                arr.flags.writeable = False
+            setattr(self, name, arr)
+        self._cache: dict[str, Any] = {}
+        for arr in (self.worker, self.left, self.right, self.outcome):
+            arr.flags.writeable = False
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
+
+    @property
+    def n_comparisons(self) -> int:
+        return len(self.left)
+
+    @property
+    def grouped(self) -> bool:
+        return self.item_group is not None
+
+    def __len__(self) -> int:
+        return self.n_comparisons
+
+    def __repr__(self) -> str:
+        counts = np.bincount(self.outcome, minlength=3)
+        extra = f", groups={len(pd.unique(self.item_group))}" if self.grouped else ""
+        if self.truth is not None:
+            extra += f", gold={int(np.isfinite(self.truth).sum())}"
+        return (f"Comparisons(comparisons={self.n_comparisons}, items={self.n_items}, "
+                f"workers={self.n_workers}, ties={int(counts[TIE])}{extra})")
+
+    # ---------------------------------------------------------- derived data
+    def comparisons_per_item(self) -> np.ndarray:
+        return (np.bincount(self.left, minlength=self.n_items)
+                + np.bincount(self.right, minlength=self.n_items))
+
+    def comparisons_per_worker(self) -> np.ndarray:
+        return np.bincount(self.worker, minlength=self.n_workers)
+
+    def components(self) -> tuple[int, np.ndarray]:
+        """Connected components of the comparison graph (items = nodes, compared pairs =
+        edges): ``(count, label per item)``.  An item never compared is its own component."""
+        got = self._cache.get("components")
+        if got is None:
+            import scipy.sparse as sp
+            from scipy.sparse.csgraph import connected_components
+
+            n = self.n_items
+            graph = sp.coo_matrix((np.ones(self.n_comparisons, dtype=np.int8),
+                                   (self.left, self.right)), shape=(n, n)).tocsr()
+            count, labels = connected_components(graph, directed=False)
+            labels.flags.writeable = False
+            got = self._cache["components"] = (int(count), labels)
+        return got
+
+    def truth_series(self) -> pd.Series | None:
+        """Known gold scores by item (higher = better), or None without truth."""
+        if self.truth is None:
+            return None
+        known = np.isfinite(self.truth)
+        return pd.Series(self.truth[known], index=self.items[known], name="truth")
+
+    def group_codes(self) -> np.ndarray:
+        """The group of every item as an int code (all zeros when ungrouped)."""
+        if not self.grouped:
+            return np.zeros(self.n_items, dtype=np.int64)
+        codes, _ = pd.factorize(pd.Series(self.item_group), sort=False)
+        return codes.astype(np.int64)
+
+    # ----------------------------------------------------------- constructors
+    @classmethod
+    def from_frame(
+        cls,
+        df: pd.DataFrame,
+        worker: str = "worker",
+        left: str = "left",
+        right: str = "right",
+        label: str = "label",
+        group: str | None = None,
+        *,
+        truth: Mapping[Hashable, float] | pd.Series | None = None,
+        all_items: Iterable[Hashable] | None = None,
+        first_line: int | None = None,
+    ) -> "Comparisons":
+        """Build from a DataFrame with one row per comparison.
+
+        Parameters
+        ----------
+        df : DataFrame
+        worker, left, right, label : str
+            Column names (see the class Notes for what a label may be).
+        group : str, optional
+            Column of the context the two items are compared in (e.g. ``"query"``).  Units
+            are then (group, item) pairs with ids ``f"{group}::{item}"``.
+        truth : mapping or Series item -> score, optional
+            Gold score per item, higher = better (pass ``-rank`` or ``-group`` for truth
+            where lower is better).  With ``group``, keys are unit ids ``"group::item"`` or
+            ``(group, item)`` tuples (a two-level MultiIndex).  Items outside the table are
+            ignored; missing ones are unknown (NaN).
+        all_items : iterable, optional
+            Items (unit ids) to list even if never compared; they get the prior.
+        first_line : int, optional
+            For a frame read from a file: the file line of its first row; errors then name
+            file lines (header = line 1) instead of 0-based row positions.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"from_frame expects a pandas DataFrame, got {type(df).__name__}")
+        roles = {"worker": worker, "left": left, "right": right, "label": label}
+        if group is not None:
+            roles["group"] = group
+        cols = list(roles.values())
+        if len(set(cols)) != len(cols):
+            raise ValueError(f"each role needs its own column; got {roles}")
+        missing = [c for c in cols if c not in df.columns]
+        if missing:
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+        for col in cols:
+            if int(np.sum(df.columns == col)) > 1:
+                raise ValueError(f"column {col!r} appears more than once in the table")
+        if len(df) == 0:
+            raise ValueError("no comparisons: the table is empty")
+        for col in cols:
+            bad = df[col].isna().to_numpy()
+            if bad.any():
+                raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
+
+        left_t, right_t, label_t = _text(df[left]), _text(df[right]), _text(df[label])
+        same = left_t == right_t
+        if same.any():
+            raise ValueError(f"self-comparison (left == right) at {row_list(same, first_line)}")
+        outcome = np.full(len(df), -1, dtype=np.int8)
+        outcome[label_t == left_t] = LEFT
+        outcome[label_t == right_t] = RIGHT
+        undecided = outcome < 0
+        if undecided.any():
+            marker = np.char.lower(np.char.strip(label_t[undecided].astype(str)))
+            is_tie = np.isin(marker, TIE_MARKERS)
+            outcome[np.flatnonzero(undecided)[is_tie]] = TIE
+        bad = outcome < 0
+        if bad.any():
+            first = label_t[bad][0]
+            raise ValueError(
+                f"label {first!r} is neither the left nor the right item nor a tie "
+                f"({', '.join(repr(t) for t in TIE_MARKERS)}) at {row_list(bad, first_line)}")
+
+        if group is not None:
+            group_t = _text(df[group])
+            left_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), left_t.astype(str))
+            right_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), right_t.astype(str))
+            left_vals = pd.Series(left_ids.astype(object))
+            right_vals = pd.Series(right_ids.astype(object))
+        else:
+            left_vals = df[left].reset_index(drop=True)
+            right_vals = df[right].reset_index(drop=True)
+        pool = pd.concat([left_vals, right_vals], ignore_index=True)
+        if all_items is not None:
+            pool = pd.concat([pool, pd.Series(list(all_items), dtype=object)], ignore_index=True)
+        codes, items = factorize_ids(pool, "item")
+        n_rows = len(df)
+        left_codes, right_codes = codes[:n_rows], codes[n_rows:2 * n_rows]
+        worker_codes, workers = factorize_ids(df[worker], "worker")
+
+        item_group = item_name = None
+        if group is not None:
+            parts = pd.Series(items.astype(str)).str.split(GROUP_SEP, n=1, regex=False)
+            first_of = pd.Series(np.concatenate([left_t, right_t]).astype(object)).groupby(
+                codes[:2 * n_rows]).first()
+            group_of = pd.Series(np.concatenate([group_t, group_t]).astype(object)).groupby(
+                codes[:2 * n_rows]).first()
+            item_name = np.array(parts.str[1].tolist(), dtype=object)
+            item_group = np.array(parts.str[0].tolist(), dtype=object)
+            item_name[first_of.index.to_numpy()] = first_of.to_numpy()
+            item_group[group_of.index.to_numpy()] = group_of.to_numpy()
+
+        truth_arr = None
+        if truth is not None:
+            if isinstance(truth, pd.Series):
+                keys, vals = list(truth.index), truth.to_numpy()
+            else:
+                keys, vals = list(truth.keys()), list(truth.values())
+            if isinstance(getattr(truth, "index", None), pd.MultiIndex) and truth.index.nlevels != 2:
+                raise ValueError("truth with a MultiIndex must have two levels (group, item)")
+            # (group, item) keys become unit ids; other keys are unit ids already
+            keys = [f"{k[0]}{GROUP_SEP}{k[1]}" if group is not None and isinstance(k, tuple)
+                    and len(k) == 2 else k for k in keys]
+            truth_s = pd.Series(vals, index=pd.Index(keys, tupleize_cols=False), dtype=object)
+            values = pd.to_numeric(truth_s, errors="coerce").to_numpy(dtype=float)
+            bad_truth = ~np.isfinite(values) & truth_s.notna().to_numpy()
+            if bad_truth.any():
+                raise ValueError(f"truth for item {truth_s.index[bad_truth][0]!r} is not a "
+                                 f"finite number: {truth_s[bad_truth].iloc[0]!r}")
+            truth_arr = np.full(len(items), np.nan)
+            pos = items.get_indexer(truth_s.index)
+            ok = pos >= 0
+            truth_arr[pos[ok]] = values[ok]
+        return cls(worker_codes, left_codes, right_codes, outcome, workers, items,
+                   truth=truth_arr, item_group=item_group, item_name=item_name)
+
+    @classmethod
+    def from_csv(cls, path, worker="worker", left="left", right="right", label="label",
+                 group=None, **kwargs) -> "Comparisons":
+        """Read a CSV/TSV/JSON Lines file (format from the extension), one row per comparison."""
+        from ..core.tables import read_table
+
+        columns = (worker, left, right, label) + ((group,) if group is not None else ())
+        df = read_table(path, columns=columns)
+        kwargs.setdefault("first_line", 2)
+        return cls.from_frame(df, worker, left, right, label, group, **kwargs)
+
+    @classmethod
+    def from_parquet(cls, path, worker="worker", left="left", right="right", label="label",
+                     group=None, **kwargs) -> "Comparisons":
+        """Read a Parquet file (needs pyarrow)."""
+        from ..core.tables import read_table
+
+        columns = (worker, left, right, label) + ((group,) if group is not None else ())
+        df = read_table(path, columns=columns, fmt="parquet")
+        return cls.from_frame(df, worker, left, right, label, group, **kwargs)
+
+    @classmethod
+    def from_codes(cls, worker, left, right, outcome, *, n_items=None, n_workers=None,
+                   truth=None) -> "Comparisons":
+        """Build from integer codes; ids are ``0..n-1``."""
+        left, right, worker = np.asarray(left), np.asarray(right), np.asarray(worker)
+        n = n_items if n_items is not None else int(max(left.max(initial=-1), right.max(initial=-1))) + 1
+        m = n_workers if n_workers is not None else int(worker.max(initial=-1)) + 1
+        return cls(worker, left, right, outcome, pd.RangeIndex(m), pd.RangeIndex(n), truth=truth)
+
+    # ------------------------------------------------------------- exporters
+    def to_frame(self) -> pd.DataFrame:
+        """One row per comparison: ``worker, left, right, label`` (label = the winner's id or
+        ``"tie"``), plus ``group`` for grouped comparisons (then ``left``/``right`` are the
+        item ids as given), so ``from_frame(to_frame(), group=...)`` rebuilds the table."""
+        if self.grouped:
+            names = self.item_name
+            left, right = names[self.left], names[self.right]
+        else:
+            left, right = self.items.take(self.left), self.items.take(self.right)
+            left, right = np.asarray(left, dtype=object), np.asarray(right, dtype=object)
+        label = np.where(self.outcome == LEFT, left, np.where(self.outcome == RIGHT, right, "tie"))
+        frame = pd.DataFrame({"worker": self.workers.take(self.worker), "left": left,
+                              "right": right, "label": label})
+        if self.grouped:
+            frame["group"] = self.item_group[self.left]
+        return frame
+
+
+def read_truth(path, item: str = "task", value: str = "truth", group: str | None = None, *,
+               lower_is_better: bool = False) -> pd.Series:
+    """Gold scores from a file (``item, value`` and optionally ``group`` columns) as the
+    ``truth`` argument of :meth:`Comparisons.from_frame`: higher = better, so with
+    ``lower_is_better`` (ranks, or the groups of ``music_similarity_pairs``, where group 1 is
+    the most similar) the values are negated; keyed by ``(group, item)`` when grouped."""
+    from ..core.tables import read_table
+
+    cols = (item, value) + ((group,) if group is not None else ())
+    df = read_table(path, columns=cols)
+    values = pd.to_numeric(df[value], errors="coerce")
+    bad = values.isna().to_numpy() & df[value].notna().to_numpy()
+    if bad.any():
+        raise ValueError(f"{path}: non-numeric {value!r} at {row_list(bad, 2)}")
+    values = -values if lower_is_better else values
+    index = (pd.MultiIndex.from_arrays([df[group], df[item]]) if group is not None
+             else pd.Index(df[item]))
+    return pd.Series(values.to_numpy(dtype=float), index=index, name="truth")
+
+
+def as_comparisons(answers: Any) -> Comparisons:
+    """A :class:`Comparisons` from itself or from a DataFrame with the default columns
+    (``worker, left, right, label`` and, when present, ``group``)."""
+    if isinstance(answers, Comparisons):
+        return answers
+    if isinstance(answers, pd.DataFrame):
+        return Comparisons.from_frame(answers, group="group" if "group" in answers.columns else None)
+    raise TypeError(f"expected Comparisons or a DataFrame, got {type(answers).__name__}")
