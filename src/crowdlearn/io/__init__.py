@@ -52,7 +52,7 @@ from typing import Any
 
 from ..core.data import CrowdLabels
 from ..core.io import detect_format, load_folder, read_table, write_table
-from .common import ExportFrame, read_json, read_text
+from .common import ExportFrame, read_head, read_json
 
 __all__ = [
     "FORMATS",
@@ -110,7 +110,7 @@ def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         return "cleanlab"
-    head = read_text(path, encoding)[:_HEAD_BYTES]
+    head = read_head(path, _HEAD_BYTES, encoding)
     start = head.lstrip()[:1]
     if start in ("[", "{"):
         doc, _ = read_json(path, encoding)

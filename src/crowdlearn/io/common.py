@@ -17,10 +17,11 @@ import gzip
 import io
 import json
 import lzma
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -29,12 +30,16 @@ __all__ = [
     "Delimited",
     "fail",
     "read_text",
+    "read_head",
     "read_delimited",
     "read_json",
     "choose_question",
     "status_set",
     "join_inputs",
     "id_text",
+    "collect_columns",
+    "status_mask",
+    "joined_inputs",
 ]
 
 
@@ -65,6 +70,37 @@ def fail(path: str | Path, record: str | None, field: str | None, message: str) 
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
 
+def _read_bytes(path: Path, limit: int | None = None) -> bytes:
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, expected an export file")
+    opener = _OPENERS.get(path.suffix.lower(), open)
+    try:
+        with opener(path, "rb") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+    except (OSError, EOFError, lzma.LZMAError) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+
+
+def _decode(path: Path, data: bytes, encoding: str | None, errors: str = "strict") -> str:
+    if encoding is not None:
+        try:
+            return data.decode(encoding, errors=errors)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ValueError(f"{path}: cannot decode as {encoding}: {exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors=errors)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors=errors)
+    for guess in ("utf-8", "cp1252"):
+        try:
+            return data.decode(guess)
+        except UnicodeDecodeError:
+            continue
+    return data.decode("latin-1")
+
+
 def read_text(path: str | Path, encoding: str | None = None) -> str:
     """The whole file as text, its encoding detected unless given.
 
@@ -73,31 +109,18 @@ def read_text(path: str | Path, encoding: str | None = None) -> str:
     latin-1, which decodes any byte.  ``.gz``, ``.bz2`` and ``.xz`` files are decompressed.
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
-    if path.is_dir():
-        raise ValueError(f"{path}: is a directory, expected an export file")
-    opener = _OPENERS.get(path.suffix.lower(), open)
+    return _decode(path, _read_bytes(path), encoding)
+
+
+def read_head(path: str | Path, size: int = 1 << 16, encoding: str | None = None) -> str:
+    """The first ``size`` bytes as text (enough to see a header), decoded as
+    :func:`read_text` would; a character cut at the end is replaced, not an error."""
+    path = Path(path)
+    data = _read_bytes(path, size)
     try:
-        with opener(path, "rb") as fh:
-            data = fh.read()
-    except (OSError, EOFError, lzma.LZMAError) as exc:
-        raise ValueError(f"{path}: cannot read: {exc}") from None
-    if encoding is not None:
-        try:
-            return data.decode(encoding)
-        except (UnicodeDecodeError, LookupError) as exc:
-            raise ValueError(f"{path}: cannot decode as {encoding}: {exc}") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        return data[3:].decode("utf-8", errors="strict")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    for guess in ("utf-8", "cp1252"):
-        try:
-            return data.decode(guess)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("latin-1")
+        return _decode(path, data, encoding)
+    except ValueError:
+        return data.decode(encoding or "utf-8", errors="replace")
 
 
 def _stem_suffix(path: Path) -> str:
@@ -109,16 +132,69 @@ def _stem_suffix(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- delimited
-class Delimited(NamedTuple):
-    """A delimited file as columns of text: ``columns[name][i]`` is row i's cell."""
+def _keep_row(row: list[str]) -> bool:
+    """False for blank lines and rows of empty cells (Toloka can put one between suites)."""
+    return bool(row) and (bool(row[0].strip()) or any(cell.strip() for cell in row))
 
-    header: list[str]
-    columns: dict[str, list[str]]
-    #: file line on which each row starts (header = line 1)
-    lines: list[int]
+
+class _Columns(Mapping):
+    """Column name -> list of cells, each column built on first use (exports are wide, and
+    a reader needs a few of their columns)."""
+
+    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
+        self._index = {name: j for j, name in enumerate(header)}
+        self._rows = rows
+        self._built: dict[str, list[str]] = {}
+
+    def __getitem__(self, name: str) -> list[str]:
+        col = self._built.get(name)
+        if col is None:
+            j = self._index[name]
+            col = self._built[name] = [row[j] for row in self._rows]
+        return col
+
+    def __iter__(self):
+        return iter(self._index)
 
     def __len__(self) -> int:
-        return len(self.lines)
+        return len(self._index)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+
+class Delimited:
+    """A delimited export: ``header``, ``columns[name]`` (list of text cells per row) and the
+    file line each row starts on (``line(i)``, header = line 1; worked out only when asked,
+    for an error message or a reader that names every row)."""
+
+    def __init__(self, header: list[str], rows: list[list[str]], text: str, sep: str) -> None:
+        self.header = header
+        self.columns = _Columns(header, rows)
+        self._n = len(rows)
+        self._text = text
+        self._sep = sep
+        self._lines: list[int] | None = None
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def lines(self) -> list[int]:
+        if self._lines is None:
+            reader = csv.reader(io.StringIO(self._text), delimiter=self._sep)
+            next(reader)
+            prev = reader.line_num
+            starts = []
+            for row in reader:
+                start, prev = prev + 1, reader.line_num
+                if _keep_row(row):
+                    starts.append(start)
+            self._lines = starts
+        return self._lines
+
+    def line(self, i: int) -> int:
+        return self.lines[i]
 
 
 def sniff_separator(path: Path, first_line: str) -> str:
@@ -134,9 +210,8 @@ def sniff_separator(path: Path, first_line: str) -> str:
 def read_delimited(path: str | Path, sep: str | None = None, encoding: str | None = None) -> Delimited:
     """Read a CSV/TSV export: header, text columns, and each row's first file line.
 
-    Empty cells are ``""``.  Blank lines (Toloka can put one between task suites) are
-    skipped; a row with a different number of fields than the header raises ``ValueError``
-    naming its line.
+    Empty cells are ``""``.  Blank lines and rows of empty cells are skipped; a row with a
+    different number of fields than the header raises ``ValueError`` naming its line.
     """
     path = Path(path)
     text = read_text(path, encoding)
@@ -145,33 +220,25 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
     reader = csv.reader(io.StringIO(text), delimiter=sep)
     try:
         header = next(reader)
+        # _keep_row inlined: a function call per row costs as much as parsing it
+        rows = [row for row in reader if row and (row[0].strip() or any(c.strip() for c in row))]
     except StopIteration:
         raise ValueError(f"{path}: the file is empty") from None
+    except csv.Error as exc:
+        fail(path, f"line {reader.line_num}", None, f"cannot parse: {exc}")
     header = [h.strip() for h in header]
     seen = set()
     for name in header:
         if name in seen:
             fail(path, "line 1", name, "appears twice in the header")
         seen.add(name)
-    rows: list[list[str]] = []
-    lines: list[int] = []
-    prev = reader.line_num
-    try:
-        for row in reader:
-            start = prev + 1
-            prev = reader.line_num
-            if not row or not any(cell.strip() for cell in row):
-                continue
-            if len(row) != len(header):
-                fail(path, f"line {start}", None,
-                     f"has {len(row)} fields, the header has {len(header)}")
-            rows.append(row)
-            lines.append(start)
-    except csv.Error as exc:
-        fail(path, f"line {reader.line_num}", None, f"cannot parse: {exc}")
-    cols = list(zip(*rows)) if rows else [()] * len(header)
-    columns = {name: list(col) for name, col in zip(header, cols)}
-    return Delimited(header, columns, lines)
+    table = Delimited(header, rows, text, sep)
+    width = len(header)
+    ragged = next((i for i, row in enumerate(rows) if len(row) != width), None)
+    if ragged is not None:
+        fail(path, f"line {table.line(ragged)}", None,
+             f"has {len(rows[ragged])} fields, the header has {width}")
+    return table
 
 
 # --------------------------------------------------------------------- JSON
@@ -330,3 +397,84 @@ class Collector:
         gold = {t: g for t, g in self.gold.items() if t in answered}
         truth = pd.Series(gold, name="truth", dtype=object) if gold else None
         return ExportFrame(answers, truth, self.fmt, self.question)
+
+
+def _first_line(path, line_of: Callable[[int], int], mask: np.ndarray, field: str, message: str) -> None:
+    """Fail at the first flagged row (named by its file line), if any."""
+    if mask.any():
+        fail(path, f"line {line_of(int(np.argmax(mask)))}", field, message)
+
+
+def collect_columns(
+    path: str | Path,
+    fmt: str,
+    question: str | None,
+    line_of: Callable[[int], int],
+    *,
+    task: Sequence[str],
+    worker: Sequence[str],
+    label: Sequence[str],
+    fields: tuple[str, str, str],
+    keep: np.ndarray | None = None,
+    gold: Sequence[str] | None = None,
+    dropped: str = "",
+) -> ExportFrame:
+    """The vectorised :class:`Collector` for delimited exports (one row per answer).
+
+    ``line_of(i)`` is row i's file line (for errors); ``task``, ``worker``, ``label`` and
+    ``gold`` are text columns (stripped here); ``keep``
+    flags rows that pass the status filter; ``fields`` names the task, worker and gold
+    columns for error messages.  Rows with an empty label are not answers.  Gold is taken
+    from every row (kept or not) and must agree within a task.
+    """
+    task_field, worker_field, gold_field = fields
+    task_s, worker_s, label_s = _stripped(task), _stripped(worker), _stripped(label)
+    truth = None
+    if gold is not None:
+        gold_s = _stripped(gold)
+        has = gold_s != ""
+        _first_line(path, line_of, has & (task_s == ""), task_field, "missing or empty")
+        pairs = pd.DataFrame({"task": task_s[has], "gold": gold_s[has]})
+        first = pairs.groupby("task", sort=False)["gold"].transform("first")
+        bad = (pairs["gold"] != first).to_numpy()
+        if bad.any():
+            at = int(np.argmax(bad))
+            t = pairs["task"].iloc[at]
+            fail(path, f"line {line_of(int(np.flatnonzero(has)[at]))}", gold_field,
+                 f"gold {pairs['gold'].iloc[at]!r} for task {t!r} contradicts the gold "
+                 f"{first.iloc[at]!r} given earlier")
+        truth = pairs.drop_duplicates("task").set_index("task")["gold"].rename("truth")
+    answered = label_s != ""
+    if keep is not None:
+        answered &= keep
+    _first_line(path, line_of, answered & (task_s == ""), task_field, "missing or empty")
+    _first_line(path, line_of, answered & (worker_s == ""), worker_field, "missing or empty")
+    if not answered.any():
+        why = f" ({dropped})" if dropped else ""
+        raise ValueError(f"{path}: no {fmt} answers left to read{why}")
+    answers = pd.DataFrame({"task": task_s[answered], "worker": worker_s[answered], "label": label_s[answered]})
+    if truth is not None:
+        truth = truth[truth.index.isin(answers["task"].unique())]
+        truth = truth if len(truth) else None
+    return ExportFrame(answers, truth, fmt, question)
+
+
+def _stripped(values: Sequence[str]) -> np.ndarray:
+    """Cells without surrounding blanks, as an object array (comparisons are vectorised)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = [v.strip() for v in values]
+    return out
+
+
+def status_mask(values: Sequence[str] | None, keep: frozenset[str]) -> np.ndarray | None:
+    """Rows whose status (stripped, lower-cased) is kept; None when there is no status column."""
+    if values is None:
+        return None
+    return np.fromiter((v.strip().lower() in keep for v in values), dtype=bool, count=len(values))
+
+
+def joined_inputs(columns: Sequence[Sequence[str]]) -> list[str]:
+    """:func:`join_inputs` row by row over input columns (one column: stripped as is)."""
+    if len(columns) == 1:
+        return [v.strip() for v in columns[0]]
+    return [join_inputs(row) for row in zip(*columns)]

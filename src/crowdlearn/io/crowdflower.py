@@ -29,7 +29,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .common import Collector, ExportFrame, choose_question, fail, read_delimited, status_set
+import numpy as np
+import pandas as pd
+
+from .common import ExportFrame, choose_question, collect_columns, fail, read_delimited, status_set
 
 __all__ = ["read", "looks_like", "DEFAULT_STATUSES"]
 
@@ -72,22 +75,28 @@ def read(
         q = choose_question(path, with_gold, question)
     gold_col = f"{q}_gold" if f"{q}_gold" in cols else None
     keep = status_set(path, statuses, DEFAULT_STATUSES, "crowdflower")
-    tainted = cols.get("_tainted")
-    golden = cols.get("_golden")
-    out = Collector(path, "crowdflower", q)
-    dropped = 0
-    for i, line in enumerate(table.lines):
-        where = f"line {line}"
-        task = out.need(where, "_unit_id", cols["_unit_id"][i])
-        if gold_col is not None and (golden is None or golden[i].strip().lower() in _TRUE):
-            accepted = [g.strip() for g in cols[gold_col][i].splitlines() if g.strip()]
-            if len(accepted) == 1:
-                out.add_gold(where, gold_col, task, accepted[0])
-        state = "tainted" if tainted is not None and tainted[i].strip().lower() in _TRUE else "trusted"
-        if state not in keep:
-            dropped += 1
-            continue
-        label = cols[q][i].strip()
-        if label:
-            out.add(task, out.need(where, "_worker_id", cols["_worker_id"][i]), label)
-    return out.frame(f"{dropped} tainted judgments dropped" if dropped else "")
+    n = len(table)
+    tainted = (
+        _flag(cols["_tainted"]) if "_tainted" in cols else np.zeros(n, dtype=bool)
+    )
+    mask = np.where(tainted, "tainted" in keep, "trusted" in keep)
+    dropped = int((~mask).sum())
+    gold = None
+    if gold_col is not None:
+        accepted = pd.Series(cols[gold_col], dtype=object).str.strip()
+        # a test question accepting several answers (one per line) gives no gold
+        accepted = accepted.where(~accepted.str.contains("\n", regex=False), "")
+        if "_golden" in cols:
+            accepted = accepted.where(_flag(cols["_golden"]), "")
+        gold = accepted.tolist()
+    return collect_columns(
+        path, "crowdflower", q, table.line,
+        task=cols["_unit_id"], worker=cols["_worker_id"], label=cols[q], keep=mask, gold=gold,
+        fields=("_unit_id", "_worker_id", gold_col or ""),
+        dropped=f"{dropped} tainted judgments dropped" if dropped else "",
+    )
+
+
+def _flag(values) -> np.ndarray:
+    """CrowdFlower's true/false cells as booleans."""
+    return pd.Series(values, dtype=object).str.strip().str.lower().isin(_TRUE).to_numpy()

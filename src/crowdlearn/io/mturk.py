@@ -26,7 +26,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .common import Collector, ExportFrame, choose_question, fail, join_inputs, read_delimited, status_set
+import numpy as np
+import pandas as pd
+
+from .common import (
+    ExportFrame,
+    choose_question,
+    collect_columns,
+    fail,
+    joined_inputs,
+    read_delimited,
+    status_mask,
+    status_set,
+)
 
 __all__ = ["read", "looks_like", "DEFAULT_STATUSES"]
 
@@ -80,26 +92,27 @@ def read(
     if "HITId" not in cols and not inputs:
         fail(path, "line 1", "HITId", "missing, and there are no Input. columns to identify tasks by")
     keep = status_set(path, statuses, DEFAULT_STATUSES, "mturk")
-    status = cols.get("AssignmentStatus")
-    out = Collector(path, "mturk", q)
-    dropped = 0
-    for i, line in enumerate(table.lines):
-        where = f"line {line}"
-        if status is not None and status[i].strip().lower() not in keep:
-            dropped += 1
-            continue
-        if len(answer_cols) == 1:
-            label = cols[answer_cols[0]][i].strip()
-        else:
-            chosen = [c for c in answer_cols if cols[c][i].strip().lower() == "true"]
-            if len(chosen) > 1:
-                fail(path, where, f"Answer.{q}", f"several options marked true: {chosen}")
-            label = chosen[0].rsplit(".", 1)[1] if chosen else ""
-        if not label:
-            continue
-        if "HITId" in cols:
-            task = out.need(where, "HITId", cols["HITId"][i])
-        else:
-            task = out.need(where, ", ".join(inputs), join_inputs([cols[c][i] for c in inputs]))
-        out.add(task, out.need(where, "WorkerId", cols["WorkerId"][i]), label)
-    return out.frame(f"{dropped} assignments dropped by status" if dropped else "")
+    mask = status_mask(cols.get("AssignmentStatus"), keep)
+    dropped = int((~mask).sum()) if mask is not None else 0
+    if len(answer_cols) == 1:
+        label = cols[answer_cols[0]]
+    else:  # one true/false column per option: the answer is the option marked true
+        marked = np.column_stack([
+            pd.Series(cols[c], dtype=object).str.strip().str.lower().eq("true").to_numpy()
+            for c in answer_cols
+        ])
+        several = marked.sum(axis=1) > 1
+        if several.any():
+            i = int(np.argmax(several))
+            chosen = [c for c, m in zip(answer_cols, marked[i]) if m]
+            fail(path, f"line {table.line(i)}", f"Answer.{q}", f"several options marked true: {chosen}")
+        options = np.array([c.rsplit(".", 1)[1] for c in answer_cols] + [""], dtype=object)
+        pick = np.where(marked.any(axis=1), marked.argmax(axis=1), len(answer_cols))
+        label = options[pick].tolist()
+    task = cols["HITId"] if "HITId" in cols else joined_inputs([cols[c] for c in inputs])
+    return collect_columns(
+        path, "mturk", q, table.line,
+        task=task, worker=cols["WorkerId"], label=label, keep=mask,
+        fields=("HITId" if "HITId" in cols else ", ".join(inputs), "WorkerId", ""),
+        dropped=f"{dropped} assignments dropped by status" if dropped else "",
+    )

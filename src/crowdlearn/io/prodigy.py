@@ -118,6 +118,6 @@ def read(
                 fail(path, where, "_input_hash", "missing, and the example has no input "
                      f"({', '.join(_INPUTS)}) to identify it by")
             task = join_inputs([ex[k] for k in present])
-        who = "_annotator_id" if ex.get("_annotator_id") is not None else "_session_id"
+        who = "_session_id" if ex.get("_annotator_id") is None and ex.get("_session_id") is not None else "_annotator_id"
         out.add(task, out.need(where, who, ex.get(who)), label)
     return out.frame(f"{dropped} examples dropped by answer" if dropped else "")

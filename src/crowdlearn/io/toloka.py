@@ -29,7 +29,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .common import Collector, ExportFrame, choose_question, fail, join_inputs, read_delimited, status_set
+from .common import (
+    ExportFrame,
+    choose_question,
+    collect_columns,
+    fail,
+    joined_inputs,
+    read_delimited,
+    status_mask,
+    status_set,
+)
 
 __all__ = ["read", "looks_like", "DEFAULT_STATUSES"]
 
@@ -66,21 +75,13 @@ def read(
     if TASK not in cols and not inputs:
         fail(path, "line 1", TASK, "missing, and there are no INPUT: columns to identify tasks by")
     keep = status_set(path, statuses, DEFAULT_STATUSES, "toloka")
-    status = cols.get(STATUS)
-    out = Collector(path, "toloka", q)
-    dropped = 0
-    for i, line in enumerate(table.lines):
-        where = f"line {line}"
-        if TASK in cols:
-            task = out.need(where, TASK, cols[TASK][i])
-        else:
-            task = out.need(where, ", ".join(inputs), join_inputs([cols[c][i] for c in inputs]))
-        if gold_col is not None and cols[gold_col][i].strip():
-            out.add_gold(where, gold_col, task, cols[gold_col][i].strip())
-        if status is not None and status[i].strip().lower() not in keep:
-            dropped += 1
-            continue
-        label = cols[out_col][i].strip()
-        if label:
-            out.add(task, out.need(where, WORKER, cols[WORKER][i]), label)
-    return out.frame(f"{dropped} assignments dropped by status" if dropped else "")
+    mask = status_mask(cols.get(STATUS), keep)
+    dropped = int((~mask).sum()) if mask is not None else 0
+    task = cols[TASK] if TASK in cols else joined_inputs([cols[c] for c in inputs])
+    return collect_columns(
+        path, "toloka", q, table.line,
+        task=task, worker=cols[WORKER], label=cols[out_col],
+        gold=cols[gold_col] if gold_col is not None else None,
+        keep=mask, fields=(TASK if TASK in cols else ", ".join(inputs), WORKER, gold_col or ""),
+        dropped=f"{dropped} assignments dropped by status" if dropped else "",
+    )
