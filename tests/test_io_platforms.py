@@ -485,3 +485,46 @@ def test_compressed_export(tmp_path):
     write_tsv(plain, TOLOKA_HEADER, toloka_rows())
     path.write_bytes(gzip.compress(plain.read_bytes()))
     assert_same(read_export(path), read_export(plain))
+
+
+def test_utf16_export_with_bom(tmp_path):
+    """Excel's "Unicode text" is UTF-16 with a byte-order mark, tab-separated."""
+    plain = tmp_path / "results.tsv"
+    write_tsv(plain, TOLOKA_HEADER, toloka_rows())
+    wide = tmp_path / "results_excel.txt"
+    wide.write_bytes(plain.read_text(encoding="utf-8").encode("utf-16"))
+    assert detect_export_format(wide) == "toloka"
+    assert_same(read_export(wide), read_export(plain))
+
+
+def test_contradicting_gold_names_the_line(tmp_path):
+    path = tmp_path / "results.tsv"
+    rows = toloka_rows()
+    rows[2]["GOLDEN:result"] = "dog"  # t1's third row: gold cat earlier
+    write_tsv(path, TOLOKA_HEADER, rows)
+    with pytest.raises(ValueError, match=r"line 4: field 'GOLDEN:result': gold 'dog' for task .*t1.jpg' "
+                                         r"contradicts the gold 'cat'"):
+        read_export(path)
+
+
+def test_labelstudio_without_task_ids(tmp_path):
+    export = labelstudio_export()
+    for task in export:
+        del task["id"]
+        for ann in task["annotations"]:
+            if isinstance(ann["completed_by"], int):  # the older {"id", "email"} form
+                ann["completed_by"] = {"id": ann["completed_by"], "email": "x@example.org"}
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps(export))
+    want = long_csv(tmp_path, tasks={t: f"/data/{t}.jpg" for t in "t1 t2 t3 t4".split()},
+                    workers={w: w[1:] for w in "w1 w2 w3".split()})
+    assert_same(read_export(path, question="animal"), want)
+
+
+def test_cleanlab_parquet(tmp_path):
+    pytest.importorskip("pyarrow")
+    labels = long_csv(tmp_path, gold={})
+    path = tmp_path / "matrix.parquet"
+    write_export(labels, path, "cleanlab", ids=True)
+    assert detect_export_format(path) == "cleanlab"
+    assert_same(read_export(path), labels)
