@@ -52,7 +52,7 @@ from typing import Any
 
 from ..core.data import CrowdLabels
 from ..core.io import detect_format, load_folder, read_table, write_table
-from .common import ExportFrame, read_head, read_json
+from .common import ExportFrame, peek_json, read_head
 
 __all__ = [
     "FORMATS",
@@ -113,7 +113,7 @@ def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
     head = read_head(path, _HEAD_BYTES, encoding)
     start = head.lstrip()[:1]
     if start in ("[", "{"):
-        doc, _ = read_json(path, encoding)
+        doc = peek_json(path, encoding)
         for fmt in ("labelstudio", "prodigy", "argilla", "peerannot"):
             if _module(fmt).looks_like(doc):
                 return fmt

@@ -33,6 +33,7 @@ __all__ = [
     "read_head",
     "read_delimited",
     "read_json",
+    "peek_json",
     "choose_question",
     "status_set",
     "join_inputs",
@@ -273,6 +274,27 @@ def read_json(path: str | Path, encoding: str | None = None) -> tuple[Any, list[
         return records, where
     fail(path, f"line {whole_error.lineno}", None,
          f"not valid JSON: {whole_error.msg} (column {whole_error.colno})")
+
+
+def peek_json(path: str | Path, encoding: str | None = None) -> Any:
+    """Enough of a JSON export to tell its format: the first record of a JSON array or of
+    JSON Lines (as a one-element list), or the whole document when it is one object."""
+    path = Path(path)
+    text = read_text(path, encoding)
+    start = len(text) - len(text.lstrip())
+    decoder = json.JSONDecoder()
+    try:
+        if text[start:start + 1] == "[":
+            inner = start + 1
+            while inner < len(text) and text[inner].isspace():
+                inner += 1
+            if text[inner:inner + 1] == "]":
+                return []
+            return [decoder.raw_decode(text, inner)[0]]
+        first, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError:
+        return read_json(path, encoding)[0]  # raises, naming the line
+    return [first] if text[end:].strip() else first
 
 
 def record_places(records: Sequence[Any], where: list[str] | None) -> list[str]:
