@@ -528,3 +528,24 @@ def test_cleanlab_parquet(tmp_path):
     write_export(labels, path, "cleanlab", ids=True)
     assert detect_export_format(path) == "cleanlab"
     assert_same(read_export(path), labels)
+
+
+def test_multi_label_answers_are_refused_by_name(tmp_path):
+    records = argilla_v1()
+    records[2]["responses"][0]["values"]["animal"]["value"] = ["cat", "dog"]
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    with pytest.raises(ValueError, match=r"record 2: field 'responses\[0\]\.values\.animal': .*multi-label"):
+        read_export(path, question="animal")
+    path = tmp_path / "choice.jsonl"
+    path.write_text(json.dumps({"options": [{"id": "a"}, {"id": "b"}], "accept": ["a", "b"],
+                                "answer": "accept", "_input_hash": 1, "_annotator_id": "u"}))
+    with pytest.raises(ValueError, match=r"line 1: field 'accept': 2 options chosen"):
+        read_export(path)
+
+
+def test_peerannot_bad_structure(tmp_path):
+    path = tmp_path / "answers.json"
+    path.write_text(json.dumps({"0": {"0": 1}, "1": {"2": [0, 1]}}))
+    with pytest.raises(ValueError, match=r"task '1': field '2': expected one label"):
+        read_export(path, "peerannot")

@@ -117,6 +117,10 @@ def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
         for fmt in ("labelstudio", "prodigy", "argilla", "peerannot"):
             if _module(fmt).looks_like(doc):
                 return fmt
+        if isinstance(doc, dict):  # a file of one record
+            for fmt in ("labelstudio", "prodigy", "argilla"):
+                if _module(fmt).looks_like([doc]):
+                    return fmt
         first = doc[0] if isinstance(doc, list) and doc else doc
         keys = sorted(first)[:10] if isinstance(first, dict) else type(first).__name__
         raise _unknown(path, f"JSON records with keys {keys}")

@@ -28,7 +28,17 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .common import Collector, ExportFrame, choose_question, fail, id_text, join_inputs, read_json, record_places, status_set
+from .common import (
+    Collector,
+    ExportFrame,
+    as_records,
+    choose_question,
+    fail,
+    id_text,
+    join_inputs,
+    read_json,
+    status_set,
+)
 
 __all__ = ["read", "looks_like", "DEFAULT_STATUSES"]
 
@@ -87,8 +97,7 @@ def read(
     doc, lines = read_json(path, encoding)
     if isinstance(doc, dict) and isinstance(doc.get("records"), list):
         doc = doc["records"]
-    records = doc if isinstance(doc, list) else [doc]
-    places = record_places(records, lines)
+    records, places = as_records(doc, lines)
     questions: list[str] = []
     for rec, where in zip(records, places):
         if not isinstance(rec, dict):

@@ -33,6 +33,7 @@ __all__ = [
     "read_head",
     "read_delimited",
     "read_json",
+    "as_records",
     "peek_json",
     "choose_question",
     "status_set",
@@ -139,19 +140,18 @@ def _keep_row(row: list[str]) -> bool:
 
 
 class _Columns(Mapping):
-    """Column name -> list of cells, each column built on first use (exports are wide, and
-    a reader needs a few of their columns)."""
+    """Column name -> its cells without surrounding blanks (an object array), each column
+    built on first use (exports are wide, and a reader needs a few of their columns)."""
 
-    def __init__(self, header: list[str], rows: list[list[str]]) -> None:
+    def __init__(self, header: list[str], build: Callable[[int], np.ndarray]) -> None:
         self._index = {name: j for j, name in enumerate(header)}
-        self._rows = rows
-        self._built: dict[str, list[str]] = {}
+        self._build = build
+        self._built: dict[str, np.ndarray] = {}
 
-    def __getitem__(self, name: str) -> list[str]:
+    def __getitem__(self, name: str) -> np.ndarray:
         col = self._built.get(name)
         if col is None:
-            j = self._index[name]
-            col = self._built[name] = [row[j] for row in self._rows]
+            col = self._built[name] = self._build(self._index[name])
         return col
 
     def __iter__(self):
@@ -165,14 +165,16 @@ class _Columns(Mapping):
 
 
 class Delimited:
-    """A delimited export: ``header``, ``columns[name]`` (list of text cells per row) and the
+    """A delimited export: ``header``, ``columns[name]`` (the text cells of a column, stripped
+    of surrounding blanks, as an object array) and the
     file line each row starts on (``line(i)``, header = line 1; worked out only when asked,
     for an error message or a reader that names every row)."""
 
-    def __init__(self, header: list[str], rows: list[list[str]], text: str, sep: str) -> None:
+    def __init__(self, header: list[str], n_rows: int, build: Callable[[int], np.ndarray],
+                 text: str, sep: str) -> None:
         self.header = header
-        self.columns = _Columns(header, rows)
-        self._n = len(rows)
+        self.columns = _Columns(header, build)
+        self._n = n_rows
         self._text = text
         self._sep = sep
         self._lines: list[int] | None = None
@@ -211,8 +213,11 @@ def sniff_separator(path: Path, first_line: str) -> str:
 def read_delimited(path: str | Path, sep: str | None = None, encoding: str | None = None) -> Delimited:
     """Read a CSV/TSV export: header, text columns, and each row's first file line.
 
-    Empty cells are ``""``.  Blank lines and rows of empty cells are skipped; a row with a
+    Cells are stripped of surrounding blanks; empty cells are ``""``.  Blank lines and rows
+    of empty cells are skipped; a row with a
     different number of fields than the header raises ``ValueError`` naming its line.
+    pyarrow's parser reads the file when it is installed (several times faster); Python's
+    ``csv`` reads it otherwise, and whenever pyarrow refuses it, so its messages apply.
     """
     path = Path(path)
     text = read_text(path, encoding)
@@ -220,26 +225,65 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
     sep = sep or sniff_separator(path, first)
     reader = csv.reader(io.StringIO(text), delimiter=sep)
     try:
-        header = next(reader)
-        # _keep_row inlined: a function call per row costs as much as parsing it
-        rows = [row for row in reader if row and (row[0].strip() or any(c.strip() for c in row))]
+        header = [h.strip() for h in next(reader)]
     except StopIteration:
         raise ValueError(f"{path}: the file is empty") from None
     except csv.Error as exc:
-        fail(path, f"line {reader.line_num}", None, f"cannot parse: {exc}")
-    header = [h.strip() for h in header]
+        fail(path, "line 1", None, f"cannot parse: {exc}")
     seen = set()
     for name in header:
         if name in seen:
             fail(path, "line 1", name, "appears twice in the header")
         seen.add(name)
-    table = Delimited(header, rows, text, sep)
+    fast = _read_arrow(text, sep, header)
+    if fast is not None:
+        n_rows, build = fast
+        return Delimited(header, n_rows, build, text, sep)
+    try:
+        # _keep_row inlined: a function call per row costs as much as parsing it
+        rows = [row for row in reader if row and (row[0].strip() or any(c.strip() for c in row))]
+    except csv.Error as exc:
+        fail(path, f"line {reader.line_num}", None, f"cannot parse: {exc}")
+    table = Delimited(header, len(rows), lambda j: _objects([row[j].strip() for row in rows]), text, sep)
     width = len(header)
     ragged = next((i for i, row in enumerate(rows) if len(row) != width), None)
     if ragged is not None:
         fail(path, f"line {table.line(ragged)}", None,
              f"has {len(rows[ragged])} fields, the header has {width}")
     return table
+
+
+def _read_arrow(text: str, sep: str, header: list[str]):
+    """``(n_rows, column builder)`` parsed by pyarrow, or None (no pyarrow, or a file it
+    refuses: a ragged row, odd quoting -- the ``csv`` path then names the line)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+    except ImportError:
+        return None
+    names = [f"c{j}" for j in range(len(header))]  # the header's own names may repeat blanks
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(text.encode("utf-8")),
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False),
+            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names}, null_values=[],
+                strings_can_be_null=False, quoted_strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowException, ValueError):
+        return None
+    # rows of empty cells are skipped, as on the csv path (file lines are counted alike)
+    first = pc.utf8_trim_whitespace(table.column(0))
+    if table.num_rows and pc.any(pc.equal(pc.utf8_length(first), 0)).as_py():
+        empty = None
+        for name in names:
+            blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(table.column(name))), 0)
+            empty = blank if empty is None else pc.and_(empty, blank)
+        table = table.filter(pc.invert(empty))
+    return table.num_rows, lambda j: pc.utf8_trim_whitespace(table.column(j)).to_numpy(zero_copy_only=False)
 
 
 # --------------------------------------------------------------------- JSON
@@ -251,7 +295,7 @@ def read_json(path: str | Path, encoding: str | None = None) -> tuple[Any, list[
     skipped.  A syntax error raises ``ValueError`` naming the line.
     """
     path = Path(path)
-    text = read_text(path)
+    text = read_text(path, encoding)
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
     try:
@@ -297,11 +341,12 @@ def peek_json(path: str | Path, encoding: str | None = None) -> Any:
     return [first] if text[end:].strip() else first
 
 
-def record_places(records: Sequence[Any], where: list[str] | None) -> list[str]:
-    """How errors name each record: its JSON Lines line, else its index in the array."""
-    if where is not None:
-        return where
-    return [f"record {i}" for i in range(len(records))]
+def as_records(doc: Any, where: list[str] | None) -> tuple[list[Any], list[str]]:
+    """A JSON export's records and how errors name each: its JSON Lines line, else its
+    index in the array (``record 3``); a file holding one object is one record (line 1)."""
+    if not isinstance(doc, list):
+        return [doc], where or ["line 1"]
+    return doc, where if where is not None else [f"record {i}" for i in range(len(doc))]
 
 
 # -------------------------------------------------------------- questions
@@ -444,16 +489,17 @@ def collect_columns(
     """The vectorised :class:`Collector` for delimited exports (one row per answer).
 
     ``line_of(i)`` is row i's file line (for errors); ``task``, ``worker``, ``label`` and
-    ``gold`` are text columns (stripped here); ``keep``
+    ``gold`` are text columns without surrounding blanks (as :class:`Delimited` gives them);
+    ``keep``
     flags rows that pass the status filter; ``fields`` names the task, worker and gold
     columns for error messages.  Rows with an empty label are not answers.  Gold is taken
     from every row (kept or not) and must agree within a task.
     """
     task_field, worker_field, gold_field = fields
-    task_s, worker_s, label_s = _stripped(task), _stripped(worker), _stripped(label)
+    task_s, worker_s, label_s = _objects(task), _objects(worker), _objects(label)
     truth = None
     if gold is not None:
-        gold_s = _stripped(gold)
+        gold_s = _objects(gold)
         has = gold_s != ""
         _first_line(path, line_of, has & (task_s == ""), task_field, "missing or empty")
         pairs = pd.DataFrame({"task": task_s[has], "gold": gold_s[has]})
@@ -481,22 +527,26 @@ def collect_columns(
     return ExportFrame(answers, truth, fmt, question)
 
 
-def _stripped(values: Sequence[str]) -> np.ndarray:
-    """Cells without surrounding blanks, as an object array (comparisons are vectorised)."""
+def _objects(values: Sequence[str]) -> np.ndarray:
+    """``values`` as an object array (comparisons with ``""`` are then vectorised)."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        return values
     out = np.empty(len(values), dtype=object)
-    out[:] = [v.strip() for v in values]
+    out[:] = list(values)
     return out
 
 
 def status_mask(values: Sequence[str] | None, keep: frozenset[str]) -> np.ndarray | None:
-    """Rows whose status (stripped, lower-cased) is kept; None when there is no status column."""
+    """Rows whose status (lower-cased) is kept; None when there is no status column."""
     if values is None:
         return None
-    return np.fromiter((v.strip().lower() in keep for v in values), dtype=bool, count=len(values))
+    codes, uniques = pd.factorize(_objects(values))  # a handful of distinct statuses
+    kept = np.array([str(u).strip().lower() in keep for u in uniques] + [False])
+    return kept[codes]
 
 
 def joined_inputs(columns: Sequence[Sequence[str]]) -> list[str]:
     """:func:`join_inputs` row by row over input columns (one column: stripped as is)."""
     if len(columns) == 1:
-        return [v.strip() for v in columns[0]]
+        return columns[0]
     return [join_inputs(row) for row in zip(*columns)]

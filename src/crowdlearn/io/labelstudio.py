@@ -32,12 +32,12 @@ from typing import Any
 from .common import (
     Collector,
     ExportFrame,
+    as_records,
     choose_question,
     fail,
     id_text,
     join_inputs,
     read_json,
-    record_places,
     status_set,
 )
 
@@ -104,8 +104,7 @@ def read(
 ) -> ExportFrame:
     """Read a Label Studio JSON export (see the module docstring for the mapping)."""
     doc, lines = read_json(path, encoding)
-    tasks = doc if isinstance(doc, list) else [doc]
-    places = record_places(tasks, lines)
+    tasks, places = as_records(doc, lines)
     keep = status_set(path, statuses, DEFAULT_STATUSES, "labelstudio")
     # the questions: control tags (from_name) whose results hold a value we read
     questions: list[str] = []

@@ -33,7 +33,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .common import Collector, ExportFrame, choose_question, fail, id_text, join_inputs, read_json, record_places, status_set
+from .common import (
+    Collector,
+    ExportFrame,
+    as_records,
+    choose_question,
+    fail,
+    id_text,
+    join_inputs,
+    read_json,
+    status_set,
+)
 
 __all__ = ["read", "looks_like", "DEFAULT_STATUSES", "CHOICE"]
 
@@ -73,8 +83,7 @@ def read(
 ) -> ExportFrame:
     """Read a Prodigy JSONL export (see the module docstring for the mapping)."""
     doc, lines = read_json(path, encoding)
-    examples = doc if isinstance(doc, list) else [doc]
-    places = record_places(examples, lines)
+    examples, places = as_records(doc, lines)
     for ex, where in zip(examples, places):
         if not isinstance(ex, dict):
             fail(path, where, None, f"expected an example object, got {type(ex).__name__}")
