@@ -410,6 +410,8 @@ def join_inputs(values: Sequence[Any]) -> str:
 def id_text(value: Any) -> str:
     """An id or label as text, as the file spells it (JSON ``3`` -> ``"3"``, ``3.0`` ->
     ``"3"``, ``true`` -> ``"true"``); ``None`` -> ``""``."""
+    if type(value) is str:  # the common case first: this runs once per field of every record
+        return value.strip()
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -87,17 +87,14 @@ def read(
     for ex, where in zip(examples, places):
         if not isinstance(ex, dict):
             fail(path, where, None, f"expected an example object, got {type(ex).__name__}")
-    questions: list[str] = []
-    for ex in examples:
-        name = _question(ex)
-        if name and name not in questions:
-            questions.append(name)
+    asked = [_question(ex) for ex in examples]
+    questions = [name for name in dict.fromkeys(asked) if name]
     q = choose_question(path, questions, question, what="label")
     keep = status_set(path, statuses, DEFAULT_STATUSES, "prodigy")
     out = Collector(path, "prodigy", q)
     dropped = 0
-    for ex, where in zip(examples, places):
-        if _question(ex) != q:
+    for ex, where, name in zip(examples, places, asked):
+        if name != q:
             continue
         answer = id_text(ex.get("answer")).lower()
         if answer not in ("accept", "reject", "ignore"):
