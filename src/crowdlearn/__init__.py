@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 _LAZY_MODULES = {
     "aggregation": "aggregation", "datasets": "datasets", "diagnostics": "diagnostics",
     "learning": "learning", "mmlc": "mmlc", "report": "report", "simulate": "simulate",
-    "testing": "testing", "io": "core.io", "kernels": "core.kernels", "metrics": "diagnostics.metrics",
+    "testing": "testing", "io": "io", "kernels": "core.kernels", "metrics": "diagnostics.metrics",
 }
 _LAZY_FUNCTIONS = {"detect_spammers": "diagnostics.detection", "detect_adversaries": "diagnostics.detection"}
 
