@@ -1,3 +1,4 @@
+import io
 import subprocess
 import sys
 
@@ -178,3 +179,42 @@ def test_one_number_is_one_class_on_every_path(tmp_path, capsys):
     # labels that are not all numbers keep their text; distinct numbers stay distinct
     src.write_text("task,worker,label\na,w1,10\na,w2,2\nb,w1,x\nb,w2,007\nc,w1,7\n")
     assert CrowdLabels.from_csv(src).classes.tolist() == ["10", "2", "7", "x"]
+
+
+# ------------------------------------------------------------------ answer kinds beyond labels
+def test_aggregate_pairwise_picked_from_columns(tmp_path, capsys):
+    """left,right columns make it a pairwise run: item,score,rank,stderr out, one row per item
+    (an item that only ever ties still appears), and the gold summary uses rank metrics."""
+    src = tmp_path / "pairs.csv"
+    rows = ["worker,left,right,label"]
+    order = ["a", "b", "c", "d"]  # a beats b beats c beats d
+    for w in range(6):
+        for i in range(4):
+            for j in range(i + 1, 4):
+                rows.append(f"w{w},{order[j]},{order[i]},{order[i]}")
+    rows.append("w0,a,e,tie")
+    src.write_text("\n".join(rows) + "\n")
+    gold = tmp_path / "gold.csv"
+    gold.write_text("item,truth\na,4\nb,3\nc,2\nd,1\ne,4\n")
+    code, out, err = run(["aggregate", str(src), "--gold", str(gold)], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns[:4]) == ["item", "score", "rank", "stderr"]
+    assert sorted(table["item"]) == ["a", "b", "c", "d", "e"]
+    ranked = table.set_index("item")["rank"]
+    assert ranked["a"] < ranked["b"] < ranked["c"] < ranked["d"]
+    assert "bt (pairwise)" in err and "kendall_tau" in err
+
+
+def test_aggregate_pairwise_bad_label_names_line(tmp_path, capsys):
+    src = tmp_path / "pairs.csv"
+    src.write_text("worker,left,right,label\nw1,a,b,a\nw1,a,c,zz\n")
+    code, _, err = run(["aggregate", str(src)], capsys)
+    assert code == 2 and "line 3" in err, err
+
+
+def test_aggregate_kind_mismatch(tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n")
+    code, _, err = run(["aggregate", str(src), "--method", "bt", "--kind", "classification"], capsys)
+    assert code == 2 and "pairwise method" in err

@@ -13,7 +13,28 @@ from .core.base import get_tags
 from .core.data import CrowdLabels
 from .registry import get_method, methods
 
-__all__ = ["gold_accuracy", "run_methods", "categorical_datasets"]
+__all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores", "TRUTH_SCORERS"]
+
+#: answer kind -> "module:function" ``(fitted estimator, answers) -> {metric: value}`` against
+#: the gold the answer table carries (imported on first use)
+TRUTH_SCORERS: dict[str, str] = {
+    "pairwise": "crowdlearn.diagnostics.pairwise_metrics:ranking_report",
+}
+
+
+def truth_scores(estimator, data) -> dict[str, float]:
+    """Agreement of a fitted estimator of an answer kind with the gold in ``data`` (empty
+    when the kind has no scorer or the data no gold)."""
+    from importlib import import_module
+
+    path = TRUTH_SCORERS.get(get_tags(estimator).kind)
+    if path is None:
+        return {}
+    module, _, name = path.partition(":")
+    try:
+        return dict(getattr(import_module(module), name)(estimator, data))
+    except ValueError:  # no gold in the table
+        return {}
 
 
 #: ``error`` of :func:`run_methods` for a method that needs item features the data lacks

@@ -126,6 +126,22 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _read_answer_gold(args, kind: str, extra: dict):
+    """Gold of the answer kinds: ``task,truth`` (continuous, multi-label) or ``item,truth``
+    (pairwise scores, higher = better unless ``--gold-lower-is-better``, within the
+    ``group`` column when the answers are grouped; similarity clusters)."""
+    if kind == "pairwise":
+        from .core.io import read_table
+        from .pairwise.data import read_truth
+
+        columns = list(read_table(args.gold).columns)
+        group = extra.get("group")
+        return read_truth(args.gold, item=columns[0], value="truth" if "truth" in columns else columns[1],
+                          group=group if group in columns else None,
+                          lower_is_better=args.gold_lower_is_better)
+    return _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+
+
 def _write(table, out) -> None:
     from .core.io import write_table
 
@@ -164,9 +180,7 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
     if dup:
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = read_table(args.input, columns=cols)
-    truth = None
-    if args.gold:
-        truth = _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+    truth = _read_answer_gold(args, kind, extra) if args.gold else None
     data = table_cls.from_frame(df, **roles, **extra, truth=truth, first_line=first_line)
     del df
     name = args.method or DEFAULT_METHODS[kind]
@@ -349,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--label-col", default="label")
     a.add_argument("--classes", help="comma-separated class set (default: the labels seen)")
     a.add_argument("--gold", help="file of task,truth; reports accuracy")
+    a.add_argument("--gold-lower-is-better", action="store_true",
+                   help="pairwise gold holds ranks or groups (1 = best), not scores")
     a.add_argument("--seed", type=int, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.set_defaults(func=_cmd_aggregate)
