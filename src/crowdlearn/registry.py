@@ -90,6 +90,8 @@ REGISTRY: dict[str, Entry] = {
     # ---- continuous: a number per answer; estimate and standard error per task
 
     # ---- ordinal: one of K ordered classes per answer
+    "ordinal-cumulative": Entry(_ORD, "crowdlearn.ordinal.cumulative:OrdinalCumulative"),
+    "ordinal-ds": Entry(_ORD, "crowdlearn.ordinal.ordinal_ds:OrdinalDawidSkene"),
 
     # ---- multilabel: a set of tags per answer
 

@@ -1,0 +1,342 @@
+"""Ordinal Dawid-Skene: confusion rows of a discretised latent grade with worker bias and spread.
+
+Model.  Classes are ranks ``j = 0..K-1`` (:func:`crowdlearn.ordinal.base.ordinal_order`).
+Worker ``w`` perceives the true grade with a bias ``b_w`` and a spread ``s_w > 0``,
+``z = j + b_w + s_w * eps`` with ``eps`` standard logistic (or normal), and answers the class
+whose interval of thresholds ``c_{-1} = -inf < c_0 < ... < c_{K-2} < c_{K-1} = +inf`` holds
+``z``::
+
+    P(answer = l | true j, w) = F((c_l - j - b_w) / s_w) - F((c_{l-1} - j - b_w) / s_w)
+
+with ``F`` the logistic (``link="logit"``) or normal (``link="probit"``) distribution
+function.  The thresholds are the midpoints ``c_l = l + 1/2`` (a worker without bias rounds
+its perception to the nearest grade), or, with ``fit_thresholds=True``, shared thresholds
+fitted with the workers (ordered by construction: ``c_l = c_{l-1} + exp(d_l)``).  Each
+confusion row is thus a discretised logistic/normal around ``j + b_w``: 2 parameters per
+worker instead of Dawid-Skene's K(K-1), and errors concentrate on neighbouring grades.
+
+This is the cumulative-link ("ordered probit/logit") observation model of McCullagh (1980,
+"Regression models for ordinal data", JRSS B 42(2)) used as the worker model of Dawid and
+Skene (1979); the latent-grade-with-bias-and-noise view of raters follows Raykar et al.
+(2010, "Learning from crowds", JMLR 11, section 4) and the ordinal annotator models of
+Lakshminarayanan and Teh (2013, "Inferring ground truth from multi-annotator ordinal
+data: a probabilistic approach", arXiv:1305.0015).
+
+Fitting.  MAP-EM.  The E-step is Dawid-Skene's (``q_n(j) ∝ pi_j prod P(answer | j, w)``,
+:func:`crowdlearn.core.kernels.estep`); the M-step maximises, over ``(b_w, log s_w)`` of all
+workers at once (and the thresholds), the expected log-likelihood
+``sum_{w,j,l} C[w, j, l] log P(l | j, w)`` of the soft counts ``C`` (one pass over the
+answers, :func:`crowdlearn.core.kernels.mstep`) plus the log-priors
+``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by L-BFGS-B with the
+analytic gradient; its cost is O(W K^2) per evaluation, independent of the number of answers.
+The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, special
+
+from ..aggregation.base import ConfusionAggregator
+from ..core import kernels
+from ..core.base import Tags
+from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, expected_skills, vote_fractions
+from .base import OrdinalAggregator
+
+__all__ = ["OrdinalDawidSkene", "ordinal_confusions"]
+
+_TINY = 1e-300
+_LINKS = ("logit", "probit")
+
+
+def _cdf_pdf(u: np.ndarray, link: str) -> tuple[np.ndarray, np.ndarray]:
+    if link == "logit":
+        cdf = special.expit(u)
+        return cdf, cdf * (1.0 - cdf)
+    return special.ndtr(u), np.exp(-0.5 * u * u) / np.sqrt(2 * np.pi)
+
+
+def _cells(bias: np.ndarray, spread: np.ndarray, thresholds: np.ndarray, link: str):
+    """Per worker, true class and answered class: P, and the pieces of its gradient.
+
+    Returns ``(p, fd, fud, fpad)``: ``p[w, j, l]``; ``fd = f(u_l) - f(u_{l-1})``;
+    ``fud = f(u_l) u_l - f(u_{l-1}) u_{l-1}``; ``fpad[w, j, m]`` = f at threshold m (padded).
+    """
+    k = len(thresholds) + 1
+    j = np.arange(k, dtype=np.float64)
+    u = (thresholds[None, None, :] - j[None, :, None] - bias[:, None, None]) / spread[:, None, None]
+    cdf, pdf = _cdf_pdf(u, link)
+    w = len(bias)
+    zeros = np.zeros((w, k, 1))
+    cpad = np.concatenate([zeros, cdf, zeros + 1.0], axis=2)
+    fpad = np.concatenate([zeros, pdf, zeros], axis=2)
+    fupad = np.concatenate([zeros, pdf * u, zeros], axis=2)
+    # a cell is F(upper) - F(lower); where F(lower) > 1/2 both are near 1 and the difference
+    # loses its digits, so it is taken from the upper tails instead: S(lower) - S(upper),
+    # S(u) = F(-u) (both links are symmetric)
+    spad = np.concatenate([zeros + 1.0, _cdf_pdf(-u, link)[0], zeros], axis=2)
+    p = np.where(cpad[:, :, :-1] > 0.5, spad[:, :, :-1] - spad[:, :, 1:], cpad[:, :, 1:] - cpad[:, :, :-1])
+    p = np.maximum(p, 0.0)
+    fd = fpad[:, :, 1:] - fpad[:, :, :-1]
+    fud = fupad[:, :, 1:] - fupad[:, :, :-1]
+    return p, fd, fud, fpad
+
+
+def ordinal_confusions(bias: Any, spread: Any, thresholds: Any = None, n_classes: int | None = None,
+                       link: str = "logit") -> np.ndarray:
+    """The confusion matrices ``[w, true, answered]`` of the ordinal worker model.
+
+    ``thresholds`` default to the midpoints ``l + 1/2`` of ``n_classes`` classes.  Used by the
+    fit and by :mod:`crowdlearn.simulate.ordinal`, so that the planted and the fitted model
+    are the same function.
+    """
+    bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
+    spread = np.atleast_1d(np.asarray(spread, dtype=np.float64))
+    if thresholds is None:
+        if n_classes is None:
+            raise ValueError("give thresholds or n_classes")
+        thresholds = np.arange(n_classes - 1) + 0.5
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    if link not in _LINKS:
+        raise ValueError(f"link must be one of {_LINKS}, got {link!r}")
+    p = _cells(bias, spread, thresholds, link)[0]
+    return p / p.sum(axis=2, keepdims=True)
+
+
+class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
+    """Dawid-Skene with ordered-threshold confusions: a bias and a spread per worker.
+
+    See the module docstring for the model and the fit.
+
+    Parameters
+    ----------
+    link : {"logit", "probit"}, default "logit"
+        Distribution of a worker's perception noise.
+    fit_thresholds : bool, default False
+        Fit thresholds shared by all workers instead of the midpoints ``l + 1/2``.
+    bias_sd : float, default 1.0
+        Prior standard deviation of a worker's bias, in classes.
+    spread : float, default 0.5
+        Prior median of a worker's spread ``s_w``.
+    log_spread_sd : float, default 1.0
+        Prior standard deviation of ``log s_w``.
+    min_spread : float, default 0.05
+        Lower bound of ``s_w`` (a worker who never errs would otherwise drive it to 0).
+    prior_alpha : float, default 1.0
+        Dirichlet pseudo-count of the class prior.
+    max_iter : int, default 100
+        EM iterations at most.
+    tol : float, default 1e-7
+        Stop when the log-likelihood per answer improves by less than ``tol``.
+    m_step_max_iter : int, default 50
+        L-BFGS-B iterations per M-step (warm-started from the previous M-step).
+    classes : list, optional
+        The classes from the lowest to the highest (default: :func:`ordinal_order`'s rule).
+    random_state : int, default 0
+        Seed of the tie-breaking rule.
+
+    Attributes
+    ----------
+    bias_ : Series, worker -> b_w (classes; positive = answers too high)
+    spread_ : Series, worker -> s_w
+    thresholds_ : ndarray (K-1,)
+    confusions_ : ndarray (n_workers, n_classes, n_classes)
+        ``[w, true, answered]`` in the table's class order (``classes_``), rows sum to 1.
+    priors_ : Series, class -> prior probability.
+    skills_ : Series, worker -> expected accuracy.
+    history_ : list of float
+        Marginal log-likelihood after each E-step.
+
+    The defaults (priors, bounds) were set on simulated crowds
+    (:func:`crowdlearn.simulate.ordinal.ordinal_crowd`), not on the real sets.
+    """
+
+    def __init__(self, link: str = "logit", fit_thresholds: bool = False, bias_sd: float = 1.0,
+                 spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
+                 prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
+                 m_step_max_iter: int = 50, classes: Any = None, random_state: int | None = 0) -> None:
+        self.link = link
+        self.fit_thresholds = fit_thresholds
+        self.bias_sd = bias_sd
+        self.spread = spread
+        self.log_spread_sd = log_spread_sd
+        self.min_spread = min_spread
+        self.prior_alpha = prior_alpha
+        self.max_iter = max_iter
+        self.tol = tol
+        self.m_step_max_iter = m_step_max_iter
+        self.classes = classes
+        self.random_state = random_state
+
+    def __crowd_tags__(self) -> Tags:
+        return dataclasses.replace(super().__crowd_tags__(), accepts_init=True, invariance_atol=1e-5)
+
+    def _check_params_ordinal(self) -> None:
+        if self.link not in _LINKS:
+            raise ValueError(f"link must be one of {_LINKS}, got {self.link!r}")
+        for name in ("bias_sd", "spread", "log_spread_sd", "min_spread"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.min_spread >= 10 * max(self.spread, 1e-12):
+            raise ValueError(f"min_spread ({self.min_spread}) must be below 10 x spread ({self.spread})")
+
+    # ------------------------------------------------------------------ fit
+    def _fit_ordinal(self, data: CrowdLabels, gold: np.ndarray | None,
+                     init: np.ndarray | None) -> np.ndarray:
+        self._check_params_ordinal()
+        k, m = data.n_classes, data.n_workers
+        post = init if init is not None else vote_fractions(data)
+        post = clamp_to_gold(post, gold)
+        theta = np.concatenate([np.zeros(m), np.full(m, np.log(max(self.spread, self.min_spread)))])
+        thresholds = np.arange(k - 1) + 0.5
+        deltas = np.zeros(max(k - 2, 0))  # log gaps between thresholds (fit_thresholds)
+        ll_prev = -np.inf
+        n_answers = max(data.n_labels, 1)
+        self.converged_ = False
+        log_table = log_prior = None
+        for _ in range(self.max_iter):
+            theta, thresholds, deltas, log_table, log_prior = self._m_step(
+                data, post, theta, thresholds, deltas)
+            post, ll = kernels.estep(data, log_table, log_prior, "numpy")
+            post = clamp_to_gold(post, gold)
+            if self._record_iteration(ll, ll_prev, n_answers):
+                break
+            ll_prev = ll
+        if log_table is None:  # max_iter = 0: the parameters of the initial posteriors
+            theta, thresholds, deltas, log_table, log_prior = self._m_step(
+                data, post, theta, thresholds, deltas)
+            post = clamp_to_gold(kernels.estep(data, log_table, log_prior, "numpy")[0], gold)
+        bias, spread = theta[:m], np.exp(theta[m:])
+        conf_o = ordinal_confusions(bias, spread, thresholds, link=self.link)
+        rank = self._rank  # table class code -> ordinal code
+        # the worker model in the table's class order, for predict_proba and confusion()
+        self.confusions_ = conf_o[:, rank][:, :, rank]
+        lt = log_table.reshape(m, k, k)  # [w, answered, true], ordinal codes
+        self._log_table = np.ascontiguousarray(lt[:, rank][:, :, rank].reshape(m * k, k))
+        self._log_prior = log_prior[rank]
+        prior = np.exp(self._log_prior)
+        self.bias_ = pd.Series(bias, index=data.workers, name="bias")
+        self.spread_ = pd.Series(spread, index=data.workers, name="spread")
+        self.thresholds_ = thresholds
+        self.priors_ = pd.Series(prior, index=self.order_.take(rank), name="prior")
+        self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers,
+                                 name="skill")
+        return post
+
+    def _m_step(self, data, post, theta, thresholds, deltas):
+        k, m = data.n_classes, data.n_workers
+        counts, class_counts = kernels.mstep(data, post, "numpy")  # (W*K answered, K true)
+        counts = np.ascontiguousarray(counts.reshape(m, k, k).transpose(0, 2, 1))  # [w, true, ans]
+        class_counts = class_counts + self.prior_alpha
+        log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
+        if k <= 1:
+            return theta, thresholds, deltas, np.zeros((m * k, k)), log_prior
+        theta = self._newton_workers(theta, thresholds, counts)
+        if self.fit_thresholds and k > 2:
+            # shared thresholds given the workers (K-1 numbers), then the workers again
+            x0 = np.concatenate([[thresholds[0]], deltas])
+            bounds = [(-float(k), float(k))] + [(-5.0, 3.0)] * (k - 2)
+            res = optimize.minimize(self._threshold_objective, x0, args=(theta, counts), jac=True,
+                                    method="L-BFGS-B", bounds=bounds,
+                                    options={"maxiter": int(self.m_step_max_iter), "gtol": 1e-10})
+            deltas = res.x[1:]
+            thresholds = _thresholds(res.x[0], deltas)
+            theta = self._newton_workers(theta, thresholds, counts)
+        p = ordinal_confusions(theta[:m], np.exp(theta[m:]), thresholds, link=self.link)
+        log_conf = np.log(np.maximum(p, _TINY))  # [w, true, answered]
+        log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
+        return theta, thresholds, deltas, log_table, log_prior
+
+    def _worker_objective(self, bias, rho, thresholds, counts, need_grad=True):
+        """Per worker: minus (expected log-likelihood + log-prior), its gradient (W x 2) and
+        the cells of the model (for the threshold gradient)."""
+        s = np.exp(rho)
+        p, fd, fud, fpad = _cells(bias, s, thresholds, self.link)
+        p_safe = np.maximum(p, _TINY)
+        mu = np.log(max(self.spread, self.min_spread))
+        obj = -np.sum(counts * np.log(p_safe), axis=(1, 2)) \
+            + 0.5 * bias ** 2 / self.bias_sd ** 2 + 0.5 * (rho - mu) ** 2 / self.log_spread_sd ** 2
+        if not need_grad:
+            return obj, None, None
+        ratio = counts / p_safe
+        g_b = np.sum(ratio * fd, axis=(1, 2)) / s + bias / self.bias_sd ** 2
+        g_rho = np.sum(ratio * fud, axis=(1, 2)) + (rho - mu) / self.log_spread_sd ** 2
+        return obj, np.stack([g_b, g_rho], axis=1), (ratio, fpad, s)
+
+    def _newton_workers(self, theta, thresholds, counts):
+        """Minimise every worker's (bias, log spread) objective at once: damped Newton steps
+        (2 x 2 Hessians from central differences of the analytic gradient) with a per-worker
+        backtracking line search, within the bounds; stops when no step moves a worker by
+        more than 1e-10."""
+        m = counts.shape[0]
+        k = counts.shape[1]
+        lo = np.array([-float(k), np.log(self.min_spread)])
+        hi = np.array([float(k), np.log(max(10.0 * k, 10.0 * self.spread))])
+        x = np.clip(theta.reshape(2, m).T.copy(), lo, hi)  # (W, 2)
+        h = 1e-5
+        for _ in range(int(self.m_step_max_iter)):
+            f0, g, _ = self._worker_objective(x[:, 0], x[:, 1], thresholds, counts)
+            hess = np.empty((m, 2, 2))
+            for d in range(2):
+                e = np.zeros(2)
+                e[d] = h
+                gp = self._worker_objective(*(x + e).T, thresholds, counts)[1]
+                gm = self._worker_objective(*(x - e).T, thresholds, counts)[1]
+                hess[:, :, d] = (gp - gm) / (2 * h)
+            hess = 0.5 * (hess + hess.transpose(0, 2, 1))
+            # Levenberg damping where the Hessian is not positive definite
+            det = hess[:, 0, 0] * hess[:, 1, 1] - hess[:, 0, 1] ** 2
+            lam = np.where((hess[:, 0, 0] > 0) & (det > 0), 0.0,
+                           np.abs(hess).sum(axis=(1, 2)) + 1.0)
+            hess[:, 0, 0] += lam
+            hess[:, 1, 1] += lam
+            det = hess[:, 0, 0] * hess[:, 1, 1] - hess[:, 0, 1] ** 2
+            step = -np.stack([hess[:, 1, 1] * g[:, 0] - hess[:, 0, 1] * g[:, 1],
+                              hess[:, 0, 0] * g[:, 1] - hess[:, 1, 0] * g[:, 0]], axis=1) / det[:, None]
+            t = np.ones(m)
+            todo = np.ones(m, dtype=bool)
+            new = x.copy()
+            for _ in range(30):
+                cand = np.clip(x[todo] + t[todo, None] * step[todo], lo, hi)
+                f1 = self._worker_objective(cand[:, 0], cand[:, 1], thresholds, counts[todo],
+                                            need_grad=False)[0]
+                ok = f1 <= f0[todo] + 1e-12 * np.abs(f0[todo])
+                idx = np.flatnonzero(todo)
+                new[idx[ok]] = cand[ok]
+                todo[idx[ok]] = False
+                t[todo] *= 0.5
+                if not todo.any():
+                    break
+            moved = np.abs(new - x).max() if m else 0.0
+            x = new
+            if moved < 1e-10:
+                break
+        return x.T.reshape(-1)
+
+    def _threshold_objective(self, z, theta, counts):
+        """Minus the expected log-likelihood of all workers + the thresholds' log-prior, as a
+        function of the thresholds' parameters ``(c_0, log gaps)``, and its gradient."""
+        m = counts.shape[0]
+        deltas = z[1:]
+        thresholds = _thresholds(z[0], deltas)
+        k = len(thresholds) + 1
+        obj, _, (ratio, fpad, s) = self._worker_objective(theta[:m], theta[m:], thresholds, counts)
+        # d log P_{jl} / d c_t = (f(u_t)[t == l] - f(u_t)[t == l-1]) / (s P)
+        f = fpad[:, :, 1:-1]  # f at the K-1 finite thresholds: [w, j, t]
+        g_c = -np.einsum("wjt,wjt,w->t", ratio[:, :, :-1] - ratio[:, :, 1:], f, 1.0 / s)
+        mid = np.arange(k - 1) + 0.5
+        g_c = g_c + (thresholds - mid)
+        total = float(obj.sum()) + 0.5 * float(np.sum((thresholds - mid) ** 2))
+        g_d = np.exp(deltas) * np.cumsum(g_c[::-1])[::-1][1:]
+        return total, np.concatenate([[g_c.sum()], g_d])
+
+
+def _thresholds(first: float, log_gaps: np.ndarray) -> np.ndarray:
+    """Increasing thresholds ``c_0 = first``, ``c_l = c_{l-1} + exp(log_gaps[l-1])``."""
+    return first + np.concatenate([[0.0], np.cumsum(np.exp(log_gaps))])
