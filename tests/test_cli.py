@@ -218,3 +218,18 @@ def test_aggregate_kind_mismatch(tmp_path, capsys):
     src.write_text("task,worker,label\n1,a,0\n")
     code, _, err = run(["aggregate", str(src), "--method", "bt", "--kind", "classification"], capsys)
     assert code == 2 and "pairwise method" in err
+
+
+def test_benchmark_one_table_per_kind(capsys):
+    """Folders of different kinds give one table each; --methods are split by kind."""
+    from conftest import SHARED_DATA, skip_missing
+
+    pairs, dog = SHARED_DATA / "music_similarity_pairs", SHARED_DATA / "dog"
+    skip_missing(pairs)
+    skip_missing(dog)
+    code, out, err = run(["benchmark", str(pairs), str(dog), "--methods", "bt,mv"], capsys)
+    assert code == 0, err
+    assert "== pairwise" in out and "== classification" in out and "kendall_tau" in out
+    header, row = out.split("== classification")[0].strip().splitlines()[1:3]
+    tau = float(row.split()[header.split().index("kendall_tau")])
+    assert 0.5 < tau <= 1.0

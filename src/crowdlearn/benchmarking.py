@@ -13,7 +13,8 @@ from .core.base import get_tags
 from .core.data import CrowdLabels
 from .registry import get_method, methods
 
-__all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores", "TRUTH_SCORERS"]
+__all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores", "TRUTH_SCORERS",
+           "run_kind_methods"]
 
 #: answer kind -> "module:function" ``(fitted estimator, answers) -> {metric: value}`` against
 #: the gold the answer table carries (imported on first use)
@@ -99,4 +100,35 @@ def run_methods(
                     "error": err,
                 }
             )
+    return pd.DataFrame(rows)
+
+
+def run_kind_methods(
+    datasets: Mapping[str, object],
+    kind: str,
+    method_names: Iterable[str] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Fit each method of an answer kind on each dataset of that kind; a long table
+    (dataset, method, one column per metric of :func:`truth_scores`, seconds, error).
+
+    A method that raises ``ValueError`` is reported in ``error`` instead of aborting the table.
+    """
+    names = list(method_names) if method_names is not None else list(methods(kind))
+    rows = []
+    for dname, data in datasets.items():
+        for name in names:
+            est = get_method(name, kind)()
+            if "random_state" in est.get_params():
+                est.set_params(random_state=seed)
+            t0 = time.perf_counter()
+            try:
+                if get_tags(est).requires_features and getattr(data, "features", None) is None:
+                    raise ValueError(NEEDS_FEATURES)
+                est.fit(data)
+                scores, err = truth_scores(est, data), None
+            except (ValueError, NotImplementedError) as exc:
+                scores, err = {}, str(exc).splitlines()[0]
+            rows.append({"dataset": dname, "method": name, **scores,
+                         "seconds": time.perf_counter() - t0, "error": err})
     return pd.DataFrame(rows)

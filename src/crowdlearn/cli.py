@@ -293,13 +293,37 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
 
 
 def _cmd_benchmark(args) -> int:
-    from .core.io import load_folder
+    """One table per answer kind among the folders: accuracy for class labels, the kind's
+    metrics against gold for the others."""
+    from .benchmarking import run_kind_methods
+    from .core.io import folder_kind
+    from .datasets import load
 
-    datasets = {}
+    by_kind: dict[str, dict] = {}
     for folder in args.folders:
-        datasets[Path(folder).name] = load_folder(folder)
-    methods = args.methods.split(",") if args.methods else None
-    print(_accuracy_table(datasets, methods, args.seed))
+        kind = args.kind or folder_kind(folder)
+        by_kind.setdefault(kind, {})[Path(folder).name] = load(folder, kind=kind)
+    from .registry import method_kinds
+
+    asked = args.methods.split(",") if args.methods else None
+    unknown = [m for m in asked or [] if m not in method_kinds()]
+    if unknown:
+        raise UsageError(f"unknown method(s) {unknown}; see 'crowdlearn methods'")
+    for kind, datasets in by_kind.items():
+        if len(by_kind) > 1:
+            print(f"== {kind}")
+        methods = None if asked is None else [m for m in asked if method_kinds()[m] == kind]
+        if methods == []:
+            print(f"(none of --methods is a {kind} method)")
+            continue
+        if kind == "classification":
+            print(_accuracy_table(datasets, methods, args.seed))
+            continue
+        long = run_kind_methods(datasets, kind, methods, args.seed)
+        metrics = [c for c in long.columns if c not in ("dataset", "method", "seconds", "error")]
+        shown = long[["dataset", "method", *metrics, "seconds"]].copy()
+        shown["error"] = long["error"].fillna("")
+        print(shown.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     return 0
 
 
@@ -374,9 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
                    "continuous, ordinal, multilabel, pairwise, similarity)")
     m.set_defaults(func=_cmd_methods)
 
-    b = sub.add_parser("benchmark", help="accuracy table over dataset folders")
-    b.add_argument("folders", nargs="+", help="folders holding labels.csv and truth.csv")
-    b.add_argument("--methods", help="comma-separated method names (default: all)")
+    b = sub.add_parser("benchmark", help="agreement with gold over dataset folders, any kind")
+    b.add_argument("folders", nargs="+",
+                   help="folders holding labels.csv (pairs.csv for comparisons) and truth.csv")
+    b.add_argument("--methods", help="comma-separated method names (default: all of the kind)")
+    b.add_argument("--kind", help="answer kind of every folder (default: each folder's SOURCE.md)")
     b.add_argument("--seed", type=int, default=0)
     b.set_defaults(func=_cmd_benchmark)
 

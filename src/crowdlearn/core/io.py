@@ -14,14 +14,43 @@ import pandas as pd
 from .data import CrowdLabels
 from .tables import detect_format, read_table, write_table
 
-__all__ = ["read_table", "write_table", "detect_format", "load_folder"]
+__all__ = ["read_table", "write_table", "detect_format", "load_folder", "folder_kind"]
+
+#: SOURCE.md's ``kind:`` words -> the registry's answer kinds
+_SOURCE_KINDS = {"classification": "classification", "numeric": "continuous",
+                 "continuous": "continuous", "ordinal": "ordinal", "multilabel": "multilabel",
+                 "pairwise": "pairwise", "similarity": "similarity"}
+
+
+def folder_kind(path: str | Path) -> str:
+    """The answer kind of a dataset folder in the shared format.
+
+    Read from the ``- kind: ...`` line of its ``SOURCE.md`` when there is one (``numeric`` is
+    the continuous kind), else from its files: ``pairs.csv`` holds comparisons,
+    ``similarity.csv`` similarity answers, anything else class labels.
+    """
+    path = Path(path)
+    src = path / "SOURCE.md"
+    if src.exists():
+        for line in src.read_text(encoding="utf-8", errors="replace").splitlines():
+            text = line.strip().lstrip("-* ").lower()
+            if text.startswith("kind:"):
+                words = text[5:].replace("(", " ").replace(",", " ").split()
+                if words and words[0] in _SOURCE_KINDS:
+                    return _SOURCE_KINDS[words[0]]
+    if (path / "pairs.csv").exists():
+        return "pairwise"
+    if (path / "similarity.csv").exists():
+        return "similarity"
+    return "classification"
 
 
 def load_folder(path: str | Path, with_features: bool = False):
-    """Load a dataset folder in the common format into a :class:`CrowdLabels`.
+    """Load a dataset folder in the common format into its kind's answer table.
 
     The folder holds ``labels.csv`` (task,worker,label), optional ``truth.csv``
     (task,truth), and optional ``features.npy`` with ``tasks.csv`` giving its row order.
+    Class labels only; :func:`crowdlearn.datasets.load` reads a folder of any answer kind.
     """
     path = Path(path)
     labels_file = path / "labels.csv"

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.io import load_folder
+from ..core.io import folder_kind, load_folder, read_table
 
-__all__ = ["load", "available", "load_folder", "DATA_DIR"]
+__all__ = ["load", "available", "load_folder", "folder_kind", "DATA_DIR"]
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -24,14 +24,48 @@ def available() -> list[str]:
     return sorted(p.name for p in DATA_DIR.iterdir() if (p / "labels.csv.gz").exists())
 
 
-def load(name: str):
-    """Load a bundled dataset (or any folder in the common format) as ``CrowdLabels``.
+def load(name: str, kind: str | None = None, with_features: bool = False):
+    """Load a bundled dataset, or any folder in the common format, as its kind's answer table.
 
-    Gold labels, when present, are attached as ``labels.truth``.
+    The kind is ``kind``, else :func:`~crowdlearn.core.io.folder_kind` (the folder's
+    SOURCE.md, else its files).  Class labels (and ordinal ones) give ``CrowdLabels``;
+    continuous answers (``labels.csv``) a ``ContinuousAnswers``; comparisons
+    (``pairs.csv``, gold groups or ranks with 1 = best, within its ``query`` column when
+    present) a ``Comparisons``.  Gold, when present, is attached as ``truth``.
     """
     folder = DATA_DIR / name
     if not folder.is_dir():
-        if Path(name).is_dir():
-            return load_folder(name)
-        raise ValueError(f"unknown dataset {name!r}; bundled datasets: {', '.join(available())}")
-    return load_folder(folder)
+        if not Path(name).is_dir():
+            raise ValueError(f"unknown dataset {name!r}; bundled datasets: {', '.join(available())}")
+        folder = Path(name)
+    kind = kind or folder_kind(folder)
+    if kind in ("classification", "ordinal", "learning"):
+        return load_folder(folder, with_features=with_features)
+    return _load_answers(folder, kind)
+
+
+def _load_answers(path: Path, kind: str):
+    """A folder of another answer kind than class labels, read by its kind's table."""
+    from importlib import import_module
+
+    from ..registry import ANSWER_TABLES
+
+    module, _, name = ANSWER_TABLES[kind].partition(":")
+    table = getattr(import_module(module), name)
+    if kind == "pairwise":
+        answers = read_table(path / "pairs.csv", columns=table.ROLES, fmt="csv")
+        group = "query" if "query" in answers.columns else None
+        truth = None
+        if (path / "truth.csv").exists():
+            # the shared format's pairwise gold is a group or rank per item: 1 = best
+            truth = import_module("crowdlearn.pairwise.data").read_truth(
+                path / "truth.csv", item="task", value="truth", group=group, lower_is_better=True)
+        return table.from_frame(answers, group=group, truth=truth, first_line=2)
+    answers = read_table(path / "labels.csv", columns=table.ROLES, fmt="csv")
+    truth = None
+    if (path / "truth.csv").exists():
+        truth = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv").set_index("task")["truth"]
+    return table.from_frame(answers, truth=truth, first_line=2)
+
+
+
