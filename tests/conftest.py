@@ -22,8 +22,9 @@ MISSING_DATA = "shared data missing:"
 
 
 def skip_missing(folder: Path) -> None:
-    """Skip the calling test when ``folder`` has no labels.csv, with a countable reason."""
-    if not (folder / "labels.csv").exists():
+    """Skip the calling test when ``folder`` has no answers file (labels.csv, or pairs.csv
+    for comparisons), with a countable reason."""
+    if not any((folder / name).exists() for name in ("labels.csv", "pairs.csv")):
         pytest.skip(f"{MISSING_DATA} {folder}")
 
 
