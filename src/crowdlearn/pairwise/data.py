@@ -239,7 +239,11 @@ class Comparisons:
             if bad.any():
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
 
-        left_t, right_t, label_t = _text(df[left]), _text(df[right]), _text(df[label])
+        numeric = all(pd.api.types.is_integer_dtype(df[c].dtype) for c in (left, right, label))
+        if numeric:  # integer ids: compare the numbers (no text copies of a large table)
+            left_t, right_t, label_t = (df[c].to_numpy() for c in (left, right, label))
+        else:
+            left_t, right_t, label_t = _text(df[left]), _text(df[right]), _text(df[label])
         same = left_t == right_t
         if same.any():
             raise ValueError(f"self-comparison (left == right) at {row_list(same, first_line)}")

@@ -114,27 +114,36 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     fit_theta = fit_theta and n_ties > 0
     theta = float(theta0) if fit_theta else 1.0
     s = np.asarray(s0, dtype=np.float64).copy()
+    log_numer = np.log(numer)
+    plain = not fit_theta  # theta = 1: both denominators are p_a + p_b, one pass suffices
+    total = big_a + big_b
     history = []
     for _ in range(int(max_iter)):
         p = np.exp(s)
         pa, pb = p[a], p[b]
-        x = pa + theta * pb
-        y = pb + theta * pa
-        # log-likelihood (plus prior) at the current iterate, from the MM step's own terms
-        loglik = (float(np.dot(numer - prior_strength, s)) - float(np.dot(big_a, np.log(x)))
-                  - float(np.dot(big_b, np.log(y)))
-                  + (n_ties * np.log(theta * theta - 1.0) if n_ties > 0 else 0.0)
-                  + prior_strength * float(np.sum(s - 2.0 * np.logaddexp(0.0, s))))
+        prior = prior_strength * float(np.sum(s - 2.0 * np.logaddexp(0.0, s)))
+        if plain:
+            x = pa + pb
+            # log-likelihood (plus prior) at the current iterate, from the step's own terms
+            loglik = float(np.dot(numer - prior_strength, s)) - float(np.dot(total, np.log(x))) + prior
+            w_a = w_b = total / x
+        else:
+            x = pa + theta * pb
+            y = pb + theta * pa
+            loglik = (float(np.dot(numer - prior_strength, s)) - float(np.dot(big_a, np.log(x)))
+                      - float(np.dot(big_b, np.log(y))) + n_ties * np.log(theta * theta - 1.0)
+                      + prior)
+            u = big_a / x
+            v = big_b / y
+            w_a, w_b = u + theta * v, theta * u + v
         if history and loglik - history[-1] < tol * n_answers:
             history.append(loglik)
             break
         history.append(loglik)
-        u = big_a / x
-        v = big_b / y
-        denom = (np.bincount(a, weights=u + theta * v, minlength=n_items)
-                 + np.bincount(b, weights=theta * u + v, minlength=n_items)
+        denom = (np.bincount(a, weights=w_a, minlength=n_items)
+                 + np.bincount(b, weights=w_b, minlength=n_items)
                  + 2.0 * prior_strength / (p + 1.0))
-        s = np.log(numer) - np.log(denom)
+        s = log_numer - np.log(denom)
         if fit_theta:
             theta = _theta_step(theta, np.exp(s), pc, n_ties)
     return s, theta, history
