@@ -88,7 +88,7 @@ class CrowdBT(PairwiseEstimator):
         n_strict = np.bincount(worker[strict], minlength=m).astype(np.float64)
         scale = max(float(data.n_comparisons), 1.0)
 
-        s, theta, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, 0.0)
+        s, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         eta = np.full(m, float(self.eta_init))
         history: list[float] = []
         for _ in range(int(self.max_iter)):
@@ -112,8 +112,8 @@ class CrowdBT(PairwiseEstimator):
                    + self.alpha) / (n_strict + self.alpha + self.beta)
             eta = np.clip(eta, 1e-6, 1.0 - 1e-6)
             w_left = np.where(out == LEFT, r, 1.0 - r)
-            s, theta, _ = rao_kupper_mm(pair_counts(data, weights_left=w_left), n, s, theta,
-                                        lam, self.inner_iter, 0.0)
+            s, theta, _, _ = rao_kupper_mm(pair_counts(data, weights_left=w_left), n, s, theta,
+                                           lam, self.inner_iter, None)
 
         p, dp, _ = outcome_probs(s[left] - s[right], np.log(theta))
         p_rep, dp_rep = _reported_probs(p, dp, eta[worker])

@@ -114,7 +114,7 @@ class NoisyBT(PairwiseEstimator):
         n, m = data.n_items, data.n_workers
         lam = self.prior_strength
         has_ties = bool(np.any(data.outcome == 2))
-        s0, theta, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, 0.0)
+        s0, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         x0 = np.concatenate([s0, np.zeros(2 * m), [np.log(max(np.log(theta), 1e-3))] if has_ties else []])
         scale = max(float(data.n_comparisons), 1.0)
         history: list[float] = []
