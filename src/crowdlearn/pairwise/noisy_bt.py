@@ -9,7 +9,7 @@ from scipy.special import expit
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
 from .data import Comparisons
 from .likelihood import rao_kupper_mm
-from .links import TINY, fisher_info, outcome_probs, prior_terms
+from .links import TINY, fisher_info, observed_probs, outcome_probs, prior_terms
 
 __all__ = ["NoisyBT", "noisy_bt_loss"]
 
@@ -39,25 +39,23 @@ def noisy_bt_loss(x: np.ndarray, data: Comparisons, has_ties: bool, prior_streng
     s, q, g = x[:n], x[n:n + m], x[n + m:n + 2 * m]
     tau = float(np.exp(x[n + 2 * m])) if has_ties else 0.0
     left, right, w, o = data.left, data.right, data.worker, data.outcome
-    rows = np.arange(len(o))
-    p_d, dd_d, dt_d = outcome_probs(s[left] - s[right], tau)
-    p_q, dd_q, dt_q = outcome_probs(q[w], tau)
+    pd_o, dd_d, dt_d = observed_probs(s[left] - s[right], tau, o)
+    pq_o, dd_q, dt_q = observed_probs(q[w], tau, o)
     a = expit(g[w])
-    pd_o, pq_o = p_d[rows, o], p_q[rows, o]
     mix = np.maximum(a * pd_o + (1.0 - a) * pq_o, TINY)
     prior, prior_grad, _ = prior_terms(s, prior_strength)
     value = (-float(np.sum(np.log(mix))) - float(prior.sum())
              + 0.5 * lambda_worker * float(np.sum(q * q) + np.sum(g * g)))
 
     grad = np.zeros_like(x)
-    g_d = a * dd_d[rows, o] / mix
+    g_d = a * dd_d / mix
     grad[:n] = -(np.bincount(left, weights=g_d, minlength=n)
                  - np.bincount(right, weights=g_d, minlength=n) + prior_grad)
-    grad[n:n + m] = -np.bincount(w, weights=(1.0 - a) * dd_q[rows, o] / mix, minlength=m) + lambda_worker * q
+    grad[n:n + m] = -np.bincount(w, weights=(1.0 - a) * dd_q / mix, minlength=m) + lambda_worker * q
     grad[n + m:n + 2 * m] = (-np.bincount(w, weights=a * (1.0 - a) * (pd_o - pq_o) / mix, minlength=m)
                              + lambda_worker * g)
     if has_ties:
-        grad[n + 2 * m] = -tau * float(np.sum((a * dt_d[rows, o] + (1.0 - a) * dt_q[rows, o]) / mix))
+        grad[n + 2 * m] = -tau * float(np.sum((a * dt_d + (1.0 - a) * dt_q) / mix))
     return value, grad
 
 
@@ -129,12 +127,10 @@ class NoisyBT(PairwiseEstimator):
         x = res.x
         s, q, g = x[:n], x[n:n + m], x[n + m:n + 2 * m]
         tau = float(np.exp(x[n + 2 * m])) if has_ties else 0.0
-        rows = np.arange(data.n_comparisons)
         a = expit(g[data.worker])
         p_d, dd_d, _ = outcome_probs(s[data.left] - s[data.right], tau)
         p_q, _, _ = outcome_probs(q[data.worker], tau)
         mix = a[:, None] * p_d + (1.0 - a[:, None]) * p_q
-        del rows
         return PairwiseFit(
             scores=s, info=fisher_info(mix, a[:, None] * dd_d), info_pairs=(data.left, data.right),
             prior_curv=prior_terms(s, lam)[2], reliability=expit(g), history=history,
