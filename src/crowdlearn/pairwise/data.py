@@ -319,11 +319,12 @@ class Comparisons:
     def from_csv(cls, path, worker="worker", left="left", right="right", label="label",
                  group=None, **kwargs) -> "Comparisons":
         """Read a CSV/TSV/JSON Lines file (format from the extension), one row per comparison."""
-        from ..core.tables import read_table
+        from ..core.tables import detect_format, read_table
 
         columns = (worker, left, right, label) + ((group,) if group is not None else ())
         df = read_table(path, columns=columns)
-        kwargs.setdefault("first_line", 2)
+        # file lines: a header line above CSV/TSV rows, none above JSON Lines records
+        kwargs.setdefault("first_line", 1 if detect_format(path) == "jsonl" else 2)
         return cls.from_frame(df, worker, left, right, label, group, **kwargs)
 
     @classmethod
