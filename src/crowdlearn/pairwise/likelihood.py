@@ -16,7 +16,29 @@ from scipy.special import expit
 from .base import PairCounts
 from .links import TINY, fisher_info, outcome_probs, prior_terms
 
-__all__ = ["pair_loglik", "pair_info", "rao_kupper_mm"]
+__all__ = ["pair_loglik", "pair_info", "rao_kupper_mm", "lbfgs_per_answer"]
+
+
+def lbfgs_per_answer(loss, x0: np.ndarray, n_answers: int, max_iter: int, tol: float):
+    """Minimise ``loss(x) -> (value, gradient)`` by L-BFGS-B on the per-answer scale (so
+    ``tol``, scipy's relative ``ftol``, means the same for any data size).  Returns
+    ``(x, history, n_iter)``, ``history`` the log-posterior (minus the loss) per iteration,
+    read from the optimiser (no extra evaluations)."""
+    from scipy.optimize import minimize
+
+    scale = max(float(n_answers), 1.0)
+    history: list[float] = []
+
+    def scaled(x):
+        value, grad = loss(x)
+        return value / scale, grad / scale
+
+    def record(intermediate_result):
+        history.append(-float(intermediate_result.fun) * scale)
+
+    res = minimize(scaled, x0, jac=True, method="L-BFGS-B", callback=record,
+                   options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 1e-10})
+    return res.x, history, int(res.nit)
 
 
 def pair_loglik(s: np.ndarray, tau: float, pc: PairCounts, prior_strength: float,

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
 from .data import Comparisons
-from .likelihood import rao_kupper_mm
+from .likelihood import lbfgs_per_answer, rao_kupper_mm
 from .links import TINY, fisher_info, observed_probs, outcome_probs, prior_terms
 
 __all__ = ["NoisyBT", "noisy_bt_loss"]
@@ -114,17 +113,9 @@ class NoisyBT(PairwiseEstimator):
         has_ties = bool(np.any(data.outcome == 2))
         s0, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         x0 = np.concatenate([s0, np.zeros(2 * m), [np.log(max(np.log(theta), 1e-3))] if has_ties else []])
-        scale = max(float(data.n_comparisons), 1.0)
-        history: list[float] = []
-
-        def fun(x):
-            value, grad = noisy_bt_loss(x, data, has_ties, lam, self.lambda_worker)
-            return value / scale, grad / scale
-
-        res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                       callback=lambda xk: history.append(-fun(xk)[0] * scale),
-                       options={"maxiter": int(self.max_iter), "ftol": float(self.tol), "gtol": 1e-10})
-        x = res.x
+        x, history, n_iter = lbfgs_per_answer(
+            lambda z: noisy_bt_loss(z, data, has_ties, lam, self.lambda_worker), x0,
+            data.n_comparisons, self.max_iter, self.tol)
         s, q, g = x[:n], x[n:n + m], x[n + m:n + 2 * m]
         tau = float(np.exp(x[n + 2 * m])) if has_ties else 0.0
         a = expit(g[data.worker])
@@ -135,4 +126,4 @@ class NoisyBT(PairwiseEstimator):
             scores=s, info=fisher_info(mix, a[:, None] * dd_d), info_pairs=(data.left, data.right),
             prior_curv=prior_terms(s, lam)[2], reliability=expit(g), history=history,
             extra={"position_bias_": pd.Series(q, index=data.workers, name="position_bias"),
-                   "tau_": tau, "n_iter_": int(res.nit)})
+                   "tau_": tau, "n_iter_": n_iter})
