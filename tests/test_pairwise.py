@@ -211,3 +211,20 @@ def test_music_similarity_pairs_kendall_tau():
     for cls, floor in floors.items():
         report = ranking_report(cls().fit(data), data)
         assert report["kendall_tau"] > floor, (cls.__name__, report)
+
+
+def test_readers_tsv_and_jsonl(tmp_path):
+    df = _frame([("w1", "a", "b", "a"), ("w2", "b", "c", "tie"), ("w1", "a", "c", "c")])
+    df.to_csv(tmp_path / "c.tsv", sep="\t", index=False)
+    df.to_json(tmp_path / "c.jsonl", orient="records", lines=True)
+    for name in ("c.tsv", "c.jsonl"):
+        data = Comparisons.from_csv(tmp_path / name)
+        assert data.outcome.tolist() == [0, 2, 1], name
+    bad = df.copy()
+    bad.loc[2, "label"] = "x"
+    bad.to_json(tmp_path / "bad.jsonl", orient="records", lines=True)
+    with pytest.raises(ValueError, match=r"label 'x'.*line 3\b"):  # no header line
+        Comparisons.from_csv(tmp_path / "bad.jsonl")
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ValueError, match=r"label 'x'.*line 4\b"):  # header = line 1
+        Comparisons.from_csv(tmp_path / "bad.csv")

@@ -31,7 +31,7 @@ __all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "sco
 
 #: up to this many items the standard errors use the full inverse Fisher information; above,
 #: its diagonal approximation (conditional variances, a lower bound)
-DENSE_STDERR_MAX = 3000
+DENSE_STDERR_MAX = 1000
 
 
 @dataclass

@@ -33,8 +33,9 @@ class BradleyTerry(PairwiseEstimator):
     max_iter : int, default 500
         Maximum MM iterations.
     tol : float, default 1e-8
-        Stop when the log-likelihood per comparison gains less than ``tol`` in an
-        iteration; 0 stops only when it stops increasing (or at ``max_iter``).
+        Stop when the log-likelihood per comparison gained less than ``tol`` per iteration
+        over the last 10 iterations (it is evaluated every 10); 0 stops only when it stops
+        increasing (or at ``max_iter``).
     prior_strength : float, default 1.0
         Virtual wins and losses of every item against a zero-score item (the regularisation
         of :mod:`crowdlearn.pairwise.base`); keeps scores finite and the fit defined on a
@@ -59,9 +60,9 @@ class BradleyTerry(PairwiseEstimator):
 
     def _fit(self, data: Comparisons) -> PairwiseFit:
         pc = pair_counts(data)
-        s, theta, history = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
+        s, theta, history, n_iter = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
                                           self.prior_strength, self.max_iter, self.tol)
         return PairwiseFit(
             scores=s, info=pair_info(s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, self.prior_strength)[2], history=history,
-            extra={"theta_": theta, "n_iter_": len(history)})
+            extra={"theta_": theta, "n_iter_": n_iter})

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
-from .data import LEFT, RIGHT, Comparisons
+from .data import LEFT, Comparisons
 from .likelihood import rao_kupper_mm
 from .links import TINY, fisher_info, outcome_probs, prior_terms
 
@@ -85,20 +86,22 @@ class CrowdBT(PairwiseEstimator):
         lam = self.prior_strength
         left, right, worker, out = data.left, data.right, data.worker, data.outcome
         strict = out != 2
+        is_left = out == LEFT
         n_strict = np.bincount(worker[strict], minlength=m).astype(np.float64)
         scale = max(float(data.n_comparisons), 1.0)
 
-        s, theta, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, 0.0)
+        s, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         eta = np.full(m, float(self.eta_init))
         history: list[float] = []
         for _ in range(int(self.max_iter)):
             # E-step: probability that each strict answer is the true outcome
-            p, _, _ = outcome_probs(s[left] - s[right], np.log(theta))
+            d = s[left] - s[right]
+            tau = np.log(theta)
+            p_l, p_r = expit(d - tau), expit(-d - tau)
             e = eta[worker]
-            p_said = np.where(out == LEFT, p[:, 0], np.where(out == RIGHT, p[:, 1], p[:, 2]))
-            p_other = np.where(out == LEFT, p[:, 1], np.where(out == RIGHT, p[:, 0], p[:, 2]))
+            p_said = np.where(is_left, p_l, p_r)
             num = e * p_said
-            marg = num + (1.0 - e) * p_other
+            marg = np.where(strict, num + (1.0 - e) * (p_l + p_r - p_said), 1.0 - p_l - p_r)
             loglik = (float(np.sum(np.log(np.maximum(marg, TINY))))
                       + float(prior_terms(s, lam)[0].sum())
                       + float(np.sum(self.alpha * np.log(eta) + self.beta * np.log1p(-eta))))
@@ -111,9 +114,9 @@ class CrowdBT(PairwiseEstimator):
             eta = (np.bincount(worker, weights=np.where(strict, r, 0.0), minlength=m)
                    + self.alpha) / (n_strict + self.alpha + self.beta)
             eta = np.clip(eta, 1e-6, 1.0 - 1e-6)
-            w_left = np.where(out == LEFT, r, 1.0 - r)
-            s, theta, _ = rao_kupper_mm(pair_counts(data, weights_left=w_left), n, s, theta,
-                                        lam, self.inner_iter, 0.0)
+            w_left = np.where(is_left, r, 1.0 - r)
+            s, theta, _, _ = rao_kupper_mm(pair_counts(data, weights_left=w_left), n, s, theta,
+                                           lam, self.inner_iter, None)
 
         p, dp, _ = outcome_probs(s[left] - s[right], np.log(theta))
         p_rep, dp_rep = _reported_probs(p, dp, eta[worker])

@@ -239,7 +239,11 @@ class Comparisons:
             if bad.any():
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
 
-        left_t, right_t, label_t = _text(df[left]), _text(df[right]), _text(df[label])
+        numeric = all(pd.api.types.is_integer_dtype(df[c].dtype) for c in (left, right, label))
+        if numeric:  # integer ids: compare the numbers (no text copies of a large table)
+            left_t, right_t, label_t = (df[c].to_numpy() for c in (left, right, label))
+        else:
+            left_t, right_t, label_t = _text(df[left]), _text(df[right]), _text(df[label])
         same = left_t == right_t
         if same.any():
             raise ValueError(f"self-comparison (left == right) at {row_list(same, first_line)}")
@@ -315,11 +319,12 @@ class Comparisons:
     def from_csv(cls, path, worker="worker", left="left", right="right", label="label",
                  group=None, **kwargs) -> "Comparisons":
         """Read a CSV/TSV/JSON Lines file (format from the extension), one row per comparison."""
-        from ..core.tables import read_table
+        from ..core.tables import detect_format, read_table
 
         columns = (worker, left, right, label) + ((group,) if group is not None else ())
         df = read_table(path, columns=columns)
-        kwargs.setdefault("first_line", 2)
+        # file lines: a header line above CSV/TSV rows, none above JSON Lines records
+        kwargs.setdefault("first_line", 1 if detect_format(path) == "jsonl" else 2)
         return cls.from_frame(df, worker, left, right, label, group, **kwargs)
 
     @classmethod

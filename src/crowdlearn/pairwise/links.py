@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, log_ndtr, ndtr
 
-__all__ = ["LINKS", "outcome_probs", "fisher_info", "prior_terms"]
+__all__ = ["LINKS", "outcome_probs", "observed_probs", "fisher_info", "prior_terms"]
 
 _SQRT_2PI = np.sqrt(2.0 * np.pi)
 #: floor of a probability inside a log
@@ -54,6 +54,27 @@ def outcome_probs(d: np.ndarray, tau: float, link: str = "logistic"):
     f_l, f_r = dens(d - tau), dens(-d - tau)
     dd[..., 0], dd[..., 1], dd[..., 2] = f_l, -f_r, f_r - f_l
     dt[..., 0], dt[..., 1], dt[..., 2] = -f_l, -f_r, f_l + f_r
+    return p, dd, dt
+
+
+def observed_probs(d: np.ndarray, tau: float, outcome: np.ndarray, link: str = "logistic"):
+    """``(P, dP/dd, dP/dtau)`` of the outcome each answer reported (0 left, 1 right, 2 tie):
+    one column of :func:`outcome_probs`, computed without the other two."""
+    cdf, dens = LINKS[link]
+    d = np.asarray(d, dtype=np.float64)
+    is_l, is_r = outcome == 0, outcome == 1
+    if tau == 0.0 and not np.any(outcome == 2):  # the reported side's cdf only
+        sign = np.where(is_l, 1.0, -1.0)
+        z = sign * d
+        p = cdf(z)
+        f = p * (1.0 - p) if link == "logistic" else dens(z)
+        return p, sign * f, -f
+    z_l, z_r = d - tau, -d - tau
+    f_l, f_r = dens(z_l), dens(z_r)
+    c_l, c_r = cdf(z_l), cdf(z_r)
+    p = np.where(is_l, c_l, np.where(is_r, c_r, np.maximum(1.0 - c_l - c_r, 0.0)))
+    dd = np.where(is_l, f_l, np.where(is_r, -f_r, f_r - f_l))
+    dt = np.where(is_l, -f_l, np.where(is_r, -f_r, f_l + f_r))
     return p, dd, dt
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
 from .data import Comparisons
-from .likelihood import rao_kupper_mm
-from .links import TINY, fisher_info, outcome_probs, prior_terms
+from .likelihood import lbfgs_per_answer, rao_kupper_mm
+from .links import TINY, fisher_info, observed_probs, outcome_probs, prior_terms
 
 __all__ = ["NoisyBT", "noisy_bt_loss"]
 
@@ -39,25 +38,23 @@ def noisy_bt_loss(x: np.ndarray, data: Comparisons, has_ties: bool, prior_streng
     s, q, g = x[:n], x[n:n + m], x[n + m:n + 2 * m]
     tau = float(np.exp(x[n + 2 * m])) if has_ties else 0.0
     left, right, w, o = data.left, data.right, data.worker, data.outcome
-    rows = np.arange(len(o))
-    p_d, dd_d, dt_d = outcome_probs(s[left] - s[right], tau)
-    p_q, dd_q, dt_q = outcome_probs(q[w], tau)
+    pd_o, dd_d, dt_d = observed_probs(s[left] - s[right], tau, o)
+    pq_o, dd_q, dt_q = observed_probs(q[w], tau, o)
     a = expit(g[w])
-    pd_o, pq_o = p_d[rows, o], p_q[rows, o]
     mix = np.maximum(a * pd_o + (1.0 - a) * pq_o, TINY)
     prior, prior_grad, _ = prior_terms(s, prior_strength)
     value = (-float(np.sum(np.log(mix))) - float(prior.sum())
              + 0.5 * lambda_worker * float(np.sum(q * q) + np.sum(g * g)))
 
     grad = np.zeros_like(x)
-    g_d = a * dd_d[rows, o] / mix
+    g_d = a * dd_d / mix
     grad[:n] = -(np.bincount(left, weights=g_d, minlength=n)
                  - np.bincount(right, weights=g_d, minlength=n) + prior_grad)
-    grad[n:n + m] = -np.bincount(w, weights=(1.0 - a) * dd_q[rows, o] / mix, minlength=m) + lambda_worker * q
+    grad[n:n + m] = -np.bincount(w, weights=(1.0 - a) * dd_q / mix, minlength=m) + lambda_worker * q
     grad[n + m:n + 2 * m] = (-np.bincount(w, weights=a * (1.0 - a) * (pd_o - pq_o) / mix, minlength=m)
                              + lambda_worker * g)
     if has_ties:
-        grad[n + 2 * m] = -tau * float(np.sum((a * dt_d[rows, o] + (1.0 - a) * dt_q[rows, o]) / mix))
+        grad[n + 2 * m] = -tau * float(np.sum((a * dt_d + (1.0 - a) * dt_q) / mix))
     return value, grad
 
 
@@ -114,29 +111,19 @@ class NoisyBT(PairwiseEstimator):
         n, m = data.n_items, data.n_workers
         lam = self.prior_strength
         has_ties = bool(np.any(data.outcome == 2))
-        s0, theta, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, 0.0)
+        s0, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         x0 = np.concatenate([s0, np.zeros(2 * m), [np.log(max(np.log(theta), 1e-3))] if has_ties else []])
-        scale = max(float(data.n_comparisons), 1.0)
-        history: list[float] = []
-
-        def fun(x):
-            value, grad = noisy_bt_loss(x, data, has_ties, lam, self.lambda_worker)
-            return value / scale, grad / scale
-
-        res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                       callback=lambda xk: history.append(-fun(xk)[0] * scale),
-                       options={"maxiter": int(self.max_iter), "ftol": float(self.tol), "gtol": 1e-10})
-        x = res.x
+        x, history, n_iter = lbfgs_per_answer(
+            lambda z: noisy_bt_loss(z, data, has_ties, lam, self.lambda_worker), x0,
+            data.n_comparisons, self.max_iter, self.tol)
         s, q, g = x[:n], x[n:n + m], x[n + m:n + 2 * m]
         tau = float(np.exp(x[n + 2 * m])) if has_ties else 0.0
-        rows = np.arange(data.n_comparisons)
         a = expit(g[data.worker])
         p_d, dd_d, _ = outcome_probs(s[data.left] - s[data.right], tau)
         p_q, _, _ = outcome_probs(q[data.worker], tau)
         mix = a[:, None] * p_d + (1.0 - a[:, None]) * p_q
-        del rows
         return PairwiseFit(
             scores=s, info=fisher_info(mix, a[:, None] * dd_d), info_pairs=(data.left, data.right),
             prior_curv=prior_terms(s, lam)[2], reliability=expit(g), history=history,
             extra={"position_bias_": pd.Series(q, index=data.workers, name="position_bias"),
-                   "tau_": tau, "n_iter_": int(res.nit)})
+                   "tau_": tau, "n_iter_": n_iter})

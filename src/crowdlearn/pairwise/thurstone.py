@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
 from .data import Comparisons
-from .likelihood import pair_info, pair_loglik
+from .likelihood import lbfgs_per_answer, pair_info, pair_loglik
 from .links import prior_terms
 
 __all__ = ["Thurstone"]
@@ -55,29 +54,25 @@ class Thurstone(PairwiseEstimator):
         pc = pair_counts(data)
         n = data.n_items
         has_ties = bool(pc.ties.sum() > 0)
-        scale = max(float(data.n_comparisons), 1.0)  # objective per comparison: tol is relative
         lam = self.prior_strength
-        history = []
 
-        def objective(x):
+        def loss(x):
             tau = float(np.exp(x[n])) if has_ties else 0.0
             value, g_s, g_tau = pair_loglik(x[:n], tau, pc, lam, link="probit")
             grad = np.empty_like(x)
             grad[:n] = g_s
             if has_ties:
                 grad[n] = g_tau * tau  # d tau / d log tau
-            return -value / scale, -grad / scale
+            return -value, -grad
 
         x0 = np.zeros(n + (1 if has_ties else 0))
         if has_ties:
             x0[n] = np.log(0.5)
-        res = minimize(objective, x0, jac=True, method="L-BFGS-B",
-                       callback=lambda xk: history.append(-objective(xk)[0] * scale),
-                       options={"maxiter": int(self.max_iter), "ftol": float(self.tol),
-                                "gtol": 1e-10})
-        s = res.x[:n]
-        tau = float(np.exp(res.x[n])) if has_ties else 0.0
+        x, history, n_iter = lbfgs_per_answer(loss, x0, data.n_comparisons, self.max_iter,
+                                              self.tol)
+        s = x[:n]
+        tau = float(np.exp(x[n])) if has_ties else 0.0
         return PairwiseFit(
             scores=s, info=pair_info(s, tau, pc, link="probit"), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, lam, link="probit")[2], history=history,
-            extra={"tau_": tau, "n_iter_": int(res.nit)})
+            extra={"tau_": tau, "n_iter_": n_iter})
