@@ -549,3 +549,31 @@ def test_peerannot_bad_structure(tmp_path):
     path.write_text(json.dumps({"0": {"0": 1}, "1": {"2": [0, 1]}}))
     with pytest.raises(ValueError, match=r"task '1': field '2': expected one label"):
         read_export(path, "peerannot")
+
+
+def test_argilla_hub_shape_and_default_status(tmp_path):
+    """FeedbackDataset.push_to_huggingface rows (one key per question), and responses given
+    without a status (Argilla takes them as submitted)."""
+    by_task: dict[str, list] = {}
+    for t, w, y in ANSWERS:
+        by_task.setdefault(t, []).append((w, y))
+    rows = [{"text": f"photo {t}", "animal": [{"user_id": w, "value": y, "status": "submitted"} for w, y in a],
+             "animal-suggestion": "bird", "animal-suggestion-metadata": {"agent": "m"},
+             "external_id": t, "metadata": "{}"} for t, a in by_task.items()]
+    path = tmp_path / "hub.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    assert detect_export_format(path) == "argilla"
+    assert_same(read_export(path), long_csv(tmp_path, gold={}))
+    # no external_id: the text field is the task
+    for r in rows:
+        del r["external_id"]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    assert_same(read_export(path), long_csv(tmp_path, gold={}, tasks={t: f"photo {t}" for t in by_task}))
+    records = argilla_v1()
+    for rec in records:
+        for r in rec["responses"]:
+            if r["status"] == "submitted":
+                del r["status"]
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    assert_same(read_export(path, question="animal"), long_csv(tmp_path, gold={}))
