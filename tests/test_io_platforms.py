@@ -577,3 +577,22 @@ def test_argilla_hub_shape_and_default_status(tmp_path):
     path = tmp_path / "records.json"
     path.write_text(json.dumps(records))
     assert_same(read_export(path, question="animal"), long_csv(tmp_path, gold={}))
+
+
+def test_dataframes_holding_tabular_exports(tmp_path):
+    """toloka-kit's get_assignments_df, a batch file read by hand, cleanlab's own matrix."""
+    toloka = pd.DataFrame(toloka_rows()).drop(columns="ASSIGNMENT:task_id")
+    assert detect_export_format(toloka) == "toloka"
+    rename = {t: f"https://img.example/{t}.jpg" for t in ("t1", "t2", "t3", "t4")}
+    assert_same(read_export(toloka), long_csv(tmp_path, tasks=rename))
+    toloka.loc[3, "ASSIGNMENT:worker_id"] = None
+    with pytest.raises(ValueError, match=r"^DataFrame: row position 3: field 'ASSIGNMENT:worker_id': missing"):
+        read_export(toloka)
+    mturk = pd.DataFrame(mturk_rows())
+    assert_same(read_export(mturk, question="animal"), long_csv(tmp_path, gold={}))
+    labels = long_csv(tmp_path, gold={})
+    matrix = cl_matrix.to_matrix(labels)  # float codes, NaN, tasks as index
+    coded = read_export(matrix)
+    assert list(coded.tasks) == list(labels.tasks) and list(coded.classes) == ["0", "1", "2"]
+    with pytest.raises(ValueError, match="a labelstudio export is JSON"):
+        read_export(toloka, "labelstudio")

@@ -15,7 +15,8 @@ A top-level object with a ``records`` list is read as that list.
 Mapping
 -------
 - task: ``external_id``; else ``id``; else the ``fields`` values joined
-  (:func:`crowdlearn.io.common.join_inputs`, in key order).
+  (:func:`crowdlearn.io.common.join_inputs`, in key order; in the Hub shape, the record's
+  top-level text values other than ``metadata`` and suggestions).
 - worker: the response's ``user_id``.
 - question: a question name; several need ``question=``.  Label and rating questions are
   read (a rating as the class ``"4"`` for now, not as a number); multi-label and ranking

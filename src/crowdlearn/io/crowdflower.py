@@ -48,7 +48,7 @@ def looks_like(header: Iterable[str]) -> bool:
 
 
 def read(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     question: str | None = None,
     statuses: Iterable[str] | None = None,
@@ -56,6 +56,7 @@ def read(
 ) -> ExportFrame:
     """Read a CrowdFlower full report CSV (see the module docstring for the mapping)."""
     table = read_delimited(path, sep=None, encoding=encoding)
+    path = table.name  # what messages name: the file, or "DataFrame"
     header, cols = table.header, table.columns
     for need in ("_unit_id", "_worker_id"):
         if need not in cols:
@@ -90,7 +91,7 @@ def read(
             accepted = accepted.where(_flag(cols["_golden"]), "")
         gold = accepted.tolist()
     return collect_columns(
-        path, "crowdflower", q, table.line,
+        path, "crowdflower", q, table.where,
         task=cols["_unit_id"], worker=cols["_worker_id"], label=cols[q], keep=mask, gold=gold,
         fields=("_unit_id", "_worker_id", gold_col or ""),
         dropped=f"{dropped} tainted judgments dropped" if dropped else "",
