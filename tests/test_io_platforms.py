@@ -596,3 +596,12 @@ def test_dataframes_holding_tabular_exports(tmp_path):
     assert list(coded.tasks) == list(labels.tasks) and list(coded.classes) == ["0", "1", "2"]
     with pytest.raises(ValueError, match="a labelstudio export is JSON"):
         read_export(toloka, "labelstudio")
+
+
+def test_unknown_question_lists_the_candidates(tmp_path):
+    path = tmp_path / "report.csv"
+    header = ["_unit_id", "_worker_id", "_golden", "animal", "animal_gold", "image_url"]
+    write_csv(path, header, [{"_unit_id": t, "_worker_id": w, "_golden": "false", "animal": y,
+                              "image_url": t} for t, w, y in ANSWERS])
+    with pytest.raises(ValueError, match="no question 'colour'; the export's questions are 'animal', 'image_url'"):
+        read_export(path, question="colour")

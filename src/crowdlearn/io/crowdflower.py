@@ -62,18 +62,14 @@ def read(
         if need not in cols:
             fail(path, "line 1", need, f"missing from the header; the file has columns {header}")
     with_gold = [h[: -len("_gold")] for h in header if h.endswith("_gold") and h[: -len("_gold")] in cols]
+    # any column of the job's own (not CrowdFlower's _fields, not gold) can be a question
+    candidates = [h for h in header if not h.startswith("_") and not h.endswith(("_gold", "_gold_reason"))]
     if question is None and not with_gold:
-        candidates = [h for h in header if not h.startswith("_") and not h.endswith(("_gold", "_gold_reason"))]
         raise ValueError(
             f"{path}: no <question>_gold column tells which column is the question; choose one "
             f"with question=NAME among {', '.join(repr(c) for c in candidates) or 'none'}"
         )
-    if question is not None and question not in with_gold:
-        q = question if question in cols and not question.startswith("_") else None
-        if q is None:
-            choose_question(path, with_gold, question)  # raises, listing the questions
-    else:
-        q = choose_question(path, with_gold, question)
+    q = choose_question(path, candidates if question is not None else with_gold, question)
     gold_col = f"{q}_gold" if f"{q}_gold" in cols else None
     keep = status_set(path, statuses, DEFAULT_STATUSES, "crowdflower")
     n = len(table)
