@@ -202,6 +202,17 @@ def test_mturk_real_batch_file():
     # the one non-UTF-8 byte (0xB4, cp1252 acute accent) decodes
     bground = read_export_frame(path, question="bground").answers.label
     assert bground.str.contains("\u00b4").any()
+    # the answers mean what the HIT asked: the pairs' majority agrees with the order of the
+    # truth groups (a = left more similar, b = right, s = same) far above the swapped reading
+    group = pd.read_csv(path.parents[1] / "truth.csv", dtype=str).set_index("task")["truth"].astype(int)
+    hits = raw.drop_duplicates("HITId").set_index("HITId")
+    left, right = group.reindex(hits["Input.docA"]).to_numpy(), group.reindex(hits["Input.docB"]).to_numpy()
+    pair_truth = pd.Series(np.where(left < right, "a", np.where(left > right, "b", "s")), index=hits.index)
+    votes = pd.DataFrame(labels.vote_counts(), index=labels.tasks, columns=labels.classes)
+    top = votes.idxmax(axis=1)[(votes.max(axis=1) > votes.apply(lambda r: r.nlargest(2).iloc[-1], axis=1))]
+    agree = float((top == pair_truth.reindex(top.index)).mean())
+    swapped = float((top.map({"a": "b", "b": "a", "s": "s"}) == pair_truth.reindex(top.index)).mean())
+    assert agree > 0.55 and agree > swapped + 0.3, (agree, swapped)
 
 
 # ------------------------------------------------------------ Label Studio
