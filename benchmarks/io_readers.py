@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import tempfile
 import time
@@ -109,6 +110,7 @@ def main(argv=None) -> int:
     p.add_argument("--write-results", nargs="?", const="io-readers", metavar="SECTION")
     args = p.parse_args(argv)
     rows = []
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             n = int(float(size))
@@ -140,7 +142,9 @@ def main(argv=None) -> int:
         "Platform export readers: `read_export` (format detected from the content) on a "
         "synthetic crowd (n/5 tasks, 1000 workers, 4 classes) written in each platform's "
         "format, against `CrowdLabels.from_csv` on the same answers as a long CSV (pyarrow's "
-        "parser when installed).  Wall seconds, one run, including format detection.  "
+        "parser when installed).  Wall seconds, one run, including format detection "
+        f"(1-minute load average {load:.1f} at the start: other jobs shared the cores).  "
+        "The JSON formats are bound by Python's json parser (about half their time).  "
         "\"same answers\": the same counts, and at 10^5 the same (task, worker, label) "
         "triples.\n\n" + markdown_table(table, floatfmt=".2f")
     )

@@ -202,6 +202,17 @@ def test_mturk_real_batch_file():
     # the one non-UTF-8 byte (0xB4, cp1252 acute accent) decodes
     bground = read_export_frame(path, question="bground").answers.label
     assert bground.str.contains("\u00b4").any()
+    # the answers mean what the HIT asked: the pairs' majority agrees with the order of the
+    # truth groups (a = left more similar, b = right, s = same) far above the swapped reading
+    group = pd.read_csv(path.parents[1] / "truth.csv", dtype=str).set_index("task")["truth"].astype(int)
+    hits = raw.drop_duplicates("HITId").set_index("HITId")
+    left, right = group.reindex(hits["Input.docA"]).to_numpy(), group.reindex(hits["Input.docB"]).to_numpy()
+    pair_truth = pd.Series(np.where(left < right, "a", np.where(left > right, "b", "s")), index=hits.index)
+    votes = pd.DataFrame(labels.vote_counts(), index=labels.tasks, columns=labels.classes)
+    top = votes.idxmax(axis=1)[(votes.max(axis=1) > votes.apply(lambda r: r.nlargest(2).iloc[-1], axis=1))]
+    agree = float((top == pair_truth.reindex(top.index)).mean())
+    swapped = float((top.map({"a": "b", "b": "a", "s": "s"}) == pair_truth.reindex(top.index)).mean())
+    assert agree > 0.55 and agree > swapped + 0.3, (agree, swapped)
 
 
 # ------------------------------------------------------------ Label Studio
@@ -549,3 +560,59 @@ def test_peerannot_bad_structure(tmp_path):
     path.write_text(json.dumps({"0": {"0": 1}, "1": {"2": [0, 1]}}))
     with pytest.raises(ValueError, match=r"task '1': field '2': expected one label"):
         read_export(path, "peerannot")
+
+
+def test_argilla_hub_shape_and_default_status(tmp_path):
+    """FeedbackDataset.push_to_huggingface rows (one key per question), and responses given
+    without a status (Argilla takes them as submitted)."""
+    by_task: dict[str, list] = {}
+    for t, w, y in ANSWERS:
+        by_task.setdefault(t, []).append((w, y))
+    rows = [{"text": f"photo {t}", "animal": [{"user_id": w, "value": y, "status": "submitted"} for w, y in a],
+             "animal-suggestion": "bird", "animal-suggestion-metadata": {"agent": "m"},
+             "external_id": t, "metadata": "{}"} for t, a in by_task.items()]
+    path = tmp_path / "hub.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    assert detect_export_format(path) == "argilla"
+    assert_same(read_export(path), long_csv(tmp_path, gold={}))
+    # no external_id: the text field is the task
+    for r in rows:
+        del r["external_id"]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    assert_same(read_export(path), long_csv(tmp_path, gold={}, tasks={t: f"photo {t}" for t in by_task}))
+    records = argilla_v1()
+    for rec in records:
+        for r in rec["responses"]:
+            if r["status"] == "submitted":
+                del r["status"]
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps(records))
+    assert_same(read_export(path, question="animal"), long_csv(tmp_path, gold={}))
+
+
+def test_dataframes_holding_tabular_exports(tmp_path):
+    """toloka-kit's get_assignments_df, a batch file read by hand, cleanlab's own matrix."""
+    toloka = pd.DataFrame(toloka_rows()).drop(columns="ASSIGNMENT:task_id")
+    assert detect_export_format(toloka) == "toloka"
+    rename = {t: f"https://img.example/{t}.jpg" for t in ("t1", "t2", "t3", "t4")}
+    assert_same(read_export(toloka), long_csv(tmp_path, tasks=rename))
+    toloka.loc[3, "ASSIGNMENT:worker_id"] = None
+    with pytest.raises(ValueError, match=r"^DataFrame: row position 3: field 'ASSIGNMENT:worker_id': missing"):
+        read_export(toloka)
+    mturk = pd.DataFrame(mturk_rows())
+    assert_same(read_export(mturk, question="animal"), long_csv(tmp_path, gold={}))
+    labels = long_csv(tmp_path, gold={})
+    matrix = cl_matrix.to_matrix(labels)  # float codes, NaN, tasks as index
+    coded = read_export(matrix)
+    assert list(coded.tasks) == list(labels.tasks) and list(coded.classes) == ["0", "1", "2"]
+    with pytest.raises(ValueError, match="a labelstudio export is JSON"):
+        read_export(toloka, "labelstudio")
+
+
+def test_unknown_question_lists_the_candidates(tmp_path):
+    path = tmp_path / "report.csv"
+    header = ["_unit_id", "_worker_id", "_golden", "animal", "animal_gold", "image_url"]
+    write_csv(path, header, [{"_unit_id": t, "_worker_id": w, "_golden": "false", "animal": y,
+                              "image_url": t} for t, w, y in ANSWERS])
+    with pytest.raises(ValueError, match="no question 'colour'; the export's questions are 'animal', 'image_url'"):
+        read_export(path, question="colour")

@@ -34,6 +34,9 @@ Rules shared by all readers:
 - an empty answer is not an answer; tasks with no kept answer are not in the table.
 - a bad or partial file raises one ``ValueError`` naming the file, the record (``line N``,
   or ``record N`` for the N-th element of a JSON array, 0-based) and the field.
+- the tabular formats (toloka, mturk, crowdflower, cleanlab) are read from a DataFrame too
+  (toloka-kit's ``get_assignments_df``, cleanlab's matrix); messages then name rows by
+  position (``row position 3``).
 - exports holding numbers (ratings) or pairs (A/B choices) are read as class labels for
   now.
 
@@ -49,6 +52,8 @@ from collections.abc import Iterable
 from importlib import import_module
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from ..core.data import CrowdLabels
 from ..core.io import detect_format, load_folder, read_table, write_table
@@ -70,6 +75,8 @@ __all__ = [
 #: the export formats, in the order detection tries them
 FORMATS = ("toloka", "mturk", "crowdflower", "labelstudio", "prodigy", "argilla", "peerannot", "cleanlab")
 
+#: formats that are tables (a DataFrame holding their columns is read too)
+_TABULAR = ("toloka", "mturk", "crowdflower", "cleanlab")
 #: formats with one question and no statuses
 _PLAIN = ("peerannot", "cleanlab")
 #: formats :func:`write_export` writes
@@ -87,7 +94,7 @@ def _module(fmt: str):
     return import_module(f".{fmt}", __name__)
 
 
-def _unknown(path: Path, seen: str) -> ValueError:
+def _unknown(path: Path | str, seen: str) -> ValueError:
     return ValueError(
         f"{path}: cannot tell the export format from its content ({seen}); pass format= "
         f"(crowdlearn aggregate --format NAME), one of {', '.join(FORMATS)}.  A long "
@@ -95,7 +102,7 @@ def _unknown(path: Path, seen: str) -> ValueError:
     )
 
 
-def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
+def detect_export_format(path: str | Path | pd.DataFrame, encoding: str | None = None) -> str:
     """The export format of a file, from its content (columns or keys), else ``ValueError``.
 
     Delimited files are told apart by their header: ``OUTPUT:``/``ASSIGNMENT:`` columns
@@ -106,6 +113,14 @@ def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
     (prodigy), ``responses`` (argilla), an object of objects (peerannot).  Parquet files
     can only be a matrix (cleanlab).
     """
+    if isinstance(path, pd.DataFrame):
+        header = [str(c).strip() for c in path.columns]
+        for fmt in _TABULAR[:-1]:
+            if _module(fmt).looks_like(header):
+                return fmt
+        if {"worker", "label"} & set(header):
+            raise _unknown("DataFrame", f"columns {header[:10]}")
+        return "cleanlab"
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
@@ -139,7 +154,7 @@ def detect_export_format(path: str | Path, encoding: str | None = None) -> str:
 
 
 def read_export_frame(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     format: str | None = None,
     *,
     question: str | None = None,
@@ -155,6 +170,11 @@ def read_export_frame(
     """
     fmt = format.lower() if format else detect_export_format(path, encoding)
     module = _module(fmt)
+    if isinstance(path, pd.DataFrame) and fmt not in _TABULAR:
+        raise ValueError(
+            f"DataFrame: a {fmt} export is JSON; pass its file.  A DataFrame can hold the "
+            f"tabular formats: {', '.join(_TABULAR)}"
+        )
     if fmt in _PLAIN:
         for name, value in (("question", question), ("statuses", statuses)):
             if value is not None:
@@ -164,7 +184,7 @@ def read_export_frame(
 
 
 def read_export(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     format: str | None = None,
     *,
     question: str | None = None,
@@ -178,8 +198,11 @@ def read_export(
 
     Parameters
     ----------
-    path : path-like
-        The export file (``.gz``, ``.bz2`` and ``.xz`` are decompressed).
+    path : path-like or DataFrame
+        The export file (``.gz``, ``.bz2`` and ``.xz`` are decompressed), or a DataFrame
+        holding a tabular export's columns (toloka-kit's ``get_assignments_df``, an MTurk
+        or CrowdFlower file read by hand, cleanlab's matrix with the tasks as index); its
+        rows are then named by position in messages.
     format : str, optional
         One of :data:`FORMATS`; detected from the content when None
         (:func:`detect_export_format`).

@@ -7,18 +7,23 @@ model's proposals) and the annotators' ``responses``, in one of two shapes:
 - 1.x: ``"responses": [{"user_id": U, "values": {QUESTION: {"value": V}}, "status": S}]``
 - 2.x: ``"responses": {QUESTION: [{"value": V, "user_id": U, "status": S}]}``
 
+- Hugging Face Hub (``FeedbackDataset.push_to_huggingface``, then e.g. ``to_json``): one
+  key per question holding ``[{"user_id": U, "value": V, "status": S}]``.
+
 A top-level object with a ``records`` list is read as that list.
 
 Mapping
 -------
 - task: ``external_id``; else ``id``; else the ``fields`` values joined
-  (:func:`crowdlearn.io.common.join_inputs`, in key order).
+  (:func:`crowdlearn.io.common.join_inputs`, in key order; in the Hub shape, the record's
+  top-level text values other than ``metadata`` and suggestions).
 - worker: the response's ``user_id``.
 - question: a question name; several need ``question=``.  Label and rating questions are
   read (a rating as the class ``"4"`` for now, not as a number); multi-label and ranking
   values (lists) are refused for now.
 - status: only ``submitted`` responses are kept by default; ``discarded`` and ``draft`` ones
-  are not final answers (pass ``statuses=`` to keep them).
+  are not final answers (pass ``statuses=`` to keep them).  A response without a status
+  is submitted, as Argilla takes it.
 - gold: Argilla records carry none (``suggestions`` are a model's, not gold).
 """
 
@@ -49,27 +54,44 @@ def looks_like(records: Any) -> bool:
     """A list of records with ``responses`` (or an object holding such a ``records`` list)."""
     if isinstance(records, dict) and isinstance(records.get("records"), list):
         records = records["records"]
-    return (
-        isinstance(records, list)
-        and bool(records)
-        and isinstance(records[0], dict)
-        and "responses" in records[0]
-        and "annotations" not in records[0]
-    )
+    if not (isinstance(records, list) and records and isinstance(records[0], dict)):
+        return False
+    first = records[0]
+    return ("responses" in first and "annotations" not in first) or bool(_hub_responses(first))
+
+
+def _is_response_list(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(r, dict) and "user_id" in r and "value" in r for r in value))
+
+
+def _hub_responses(record: dict) -> dict[str, list]:
+    """The Hugging Face Hub shape (``FeedbackDataset.push_to_huggingface``): one key per
+    question holding its list of ``{"user_id", "value", "status"}``."""
+    return {k: v for k, v in record.items() if _is_response_list(v)}
 
 
 def _responses(path, where: str, record: dict) -> Iterator[tuple[str, str, Any, Any, Any]]:
-    """(field path, question, value, user_id, status) for every response of a record."""
-    responses = record.get("responses") or []
-    if isinstance(responses, dict):  # 2.x: question -> list of responses
+    """(field path, question, value, user_id, status) for every response of a record.
+
+    A response without a status is submitted (Argilla's default for a given response).
+    """
+    if "responses" in record:
+        responses = record.get("responses") or []
+        prefix = "responses."
+    else:
+        responses = _hub_responses(record)
+        prefix = ""
+    if isinstance(responses, dict):  # 2.x (and the Hub shape): question -> list of responses
         for name, items in responses.items():
             if not isinstance(items, list):
-                fail(path, where, f"responses.{name}", "expected a list of responses")
+                fail(path, where, f"{prefix}{name}", "expected a list of responses")
             for k, item in enumerate(items):
-                field = f"responses.{name}[{k}]"
+                field = f"{prefix}{name}[{k}]"
                 if not isinstance(item, dict):
                     fail(path, where, field, "expected a response object")
-                yield field, str(name), item.get("value"), item.get("user_id"), item.get("status")
+                yield (field, str(name), item.get("value"), item.get("user_id"),
+                       item.get("status") or "submitted")
     elif isinstance(responses, list):  # 1.x: one response per user, values per question
         for k, item in enumerate(responses):
             field = f"responses[{k}]"
@@ -81,7 +103,8 @@ def _responses(path, where: str, record: dict) -> Iterator[tuple[str, str, Any, 
             for name, value in values.items():
                 if isinstance(value, dict):
                     value = value.get("value")
-                yield f"{field}.values.{name}", str(name), value, item.get("user_id"), item.get("status")
+                yield (f"{field}.values.{name}", str(name), value, item.get("user_id"),
+                       item.get("status") or "submitted")
     else:
         fail(path, where, "responses", f"expected a list or an object, got {type(responses).__name__}")
 
@@ -115,6 +138,10 @@ def read(
             task = out.need(where, key, rec[key])
         else:
             fields = rec.get("fields")
+            if fields is None and "responses" not in rec:  # the Hub shape: fields are top-level text
+                fields = {k: v for k, v in rec.items()
+                          if isinstance(v, str) and k not in ("metadata", "vectors")
+                          and not k.endswith(("-suggestion", "-suggestion-metadata"))}
             if not isinstance(fields, dict) or not fields:
                 fail(path, where, "external_id", "missing, and the record has no fields to identify it by")
             task = join_inputs(list(fields.values()))

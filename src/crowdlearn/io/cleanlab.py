@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from .common import Collector, ExportFrame, fail, read_delimited
+from .common import Collector, ExportFrame, fail, frame_table, read_delimited, source_name
 
 __all__ = ["read", "write", "to_matrix", "INDEX_NAMES"]
 
@@ -44,39 +44,41 @@ def _as_int_text(values: list[str]) -> list[str]:
     return [str(int(float(v))) if v else "" for v in values]
 
 
-def read(path: str | Path, *, encoding: str | None = None) -> ExportFrame:
-    """Read a tasks x annotators matrix (CSV/TSV, or Parquet) into task, worker, label text."""
-    path = Path(path)
-    if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            frame = pd.read_parquet(path)
-        except ImportError as exc:
-            raise ValueError(f"{path}: reading Parquet needs pyarrow") from exc
-        frame = frame.reset_index() if frame.index.name in INDEX_NAMES[1:] else frame
-        header = [str(c) for c in frame.columns]
-        columns = {h: ["" if pd.isna(v) else str(v) for v in frame[c]] for h, c in zip(header, frame.columns)}
-        lines = [f"row {i}" for i in range(len(frame))]
+def read(path: str | Path | pd.DataFrame, *, encoding: str | None = None) -> ExportFrame:
+    """Read a tasks x annotators matrix (CSV/TSV or Parquet file, or a DataFrame as cleanlab
+    takes it, whose index is the tasks) into task, worker, label text."""
+    if isinstance(path, pd.DataFrame) or Path(path).suffix.lower() in (".parquet", ".pq"):
+        name = source_name(path)
+        if isinstance(path, pd.DataFrame):
+            frame = path
+        else:
+            try:
+                frame = pd.read_parquet(path)
+            except ImportError as exc:
+                raise ValueError(f"{path}: reading Parquet needs pyarrow") from exc
+        if not len(frame.columns) or str(frame.columns[0]) not in INDEX_NAMES:
+            frame = frame.rename_axis("task").reset_index()  # the index holds the tasks
+        table = frame_table(frame, name)
     else:
         table = read_delimited(path, sep=None, encoding=encoding)
-        header, columns = table.header, table.columns
-        lines = [f"line {n}" for n in table.lines]
+    path, header, columns = table.name, table.header, table.columns
     if header and header[0] in INDEX_NAMES:
         tasks, task_field = columns[header[0]], header[0]
         annotators = header[1:]
     else:
-        tasks, task_field = [str(i) for i in range(len(lines))], None
+        tasks, task_field = [str(i) for i in range(len(table))], None
         annotators = header
     if not annotators:
         fail(path, "line 1", None, "no annotator columns")
-    cells = {a: [v.strip() if v.strip() not in _MISSING else "" for v in columns[a]] for a in annotators}
-    every = _as_int_text([v for a in annotators for v in cells[a]])
-    n = len(lines)
+    n = len(table)
+    cells = [v if v not in _MISSING else "" for a in annotators for v in columns[a]]
+    every = _as_int_text(cells)
     out = Collector(path, "cleanlab")
     for i in range(n):  # row by row: answers in file order, as a long table would list them
         for j, a in enumerate(annotators):
             cell = every[j * n + i]
             if cell:
-                out.add(out.need(lines[i], task_field or "task", tasks[i]), a, cell)
+                out.add(out.need(table.where(i), task_field or "task", tasks[i]), a, cell)
     return out.frame()
 
 

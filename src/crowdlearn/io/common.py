@@ -40,6 +40,8 @@ __all__ = [
     "join_inputs",
     "id_text",
     "collect_columns",
+    "source_name",
+    "frame_table",
     "status_mask",
     "joined_inputs",
 ]
@@ -171,9 +173,10 @@ class Delimited:
     for an error message or a reader that names every row)."""
 
     def __init__(self, header: list[str], n_rows: int, build: Callable[[int], np.ndarray],
-                 text: str, sep: str) -> None:
+                 text: str | None, sep: str, name: str) -> None:
         self.header = header
         self.columns = _Columns(header, build)
+        self.name = name
         self._n = n_rows
         self._text = text
         self._sep = sep
@@ -199,6 +202,10 @@ class Delimited:
     def line(self, i: int) -> int:
         return self.lines[i]
 
+    def where(self, i: int) -> str:
+        """How messages name row i: its file line, or its position in a DataFrame."""
+        return f"row position {i}" if self._text is None else f"line {self.line(i)}"
+
 
 def sniff_separator(path: Path, first_line: str) -> str:
     """Tab for ``.tsv``/``.tab``, comma for ``.csv``, else whichever the header has more of."""
@@ -210,6 +217,26 @@ def sniff_separator(path: Path, first_line: str) -> str:
     return "\t" if first_line.count("\t") > first_line.count(",") else ","
 
 
+def source_name(source: Any) -> str:
+    """How messages name what was read: the file, or ``DataFrame``."""
+    return "DataFrame" if isinstance(source, pd.DataFrame) else str(source)
+
+
+def frame_table(df: pd.DataFrame, name: str = "DataFrame") -> Delimited:
+    """A DataFrame holding an export's columns (toloka-kit's ``get_assignments_df``, or a
+    file read by hand) as a :class:`Delimited`; its rows are named by position."""
+    header = [str(c).strip() for c in df.columns]
+    if len(set(header)) != len(header):
+        dup = next(h for h in header if header.count(h) > 1)
+        fail(name, None, dup, "appears twice in the columns")
+
+    def build(j: int) -> np.ndarray:
+        col = df.iloc[:, j]
+        return _objects(["" if pd.isna(v) else id_text(v) for v in col])
+
+    return Delimited(header, len(df), build, None, "", name)
+
+
 def read_delimited(path: str | Path, sep: str | None = None, encoding: str | None = None) -> Delimited:
     """Read a CSV/TSV export: header, text columns, and each row's first file line.
 
@@ -219,6 +246,8 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
     pyarrow's parser reads the file when it is installed (several times faster); Python's
     ``csv`` reads it otherwise, and whenever pyarrow refuses it, so its messages apply.
     """
+    if isinstance(path, pd.DataFrame):
+        return frame_table(path)
     path = Path(path)
     text = read_text(path, encoding)
     first = text.split("\n", 1)[0]
@@ -238,13 +267,14 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
     fast = _read_arrow(text, sep, header)
     if fast is not None:
         n_rows, build = fast
-        return Delimited(header, n_rows, build, text, sep)
+        return Delimited(header, n_rows, build, text, sep, str(path))
     try:
         # _keep_row inlined: a function call per row costs as much as parsing it
         rows = [row for row in reader if row and (row[0].strip() or any(c.strip() for c in row))]
     except csv.Error as exc:
         fail(path, f"line {reader.line_num}", None, f"cannot parse: {exc}")
-    table = Delimited(header, len(rows), lambda j: _objects([row[j].strip() for row in rows]), text, sep)
+    table = Delimited(header, len(rows), lambda j: _objects([row[j].strip() for row in rows]),
+                      text, sep, str(path))
     width = len(header)
     ragged = next((i for i, row in enumerate(rows) if len(row) != width), None)
     if ragged is not None:
@@ -468,17 +498,17 @@ class Collector:
         return ExportFrame(answers, truth, self.fmt, self.question)
 
 
-def _first_line(path, line_of: Callable[[int], int], mask: np.ndarray, field: str, message: str) -> None:
-    """Fail at the first flagged row (named by its file line), if any."""
+def _first_row(path, where_of: Callable[[int], str], mask: np.ndarray, field: str, message: str) -> None:
+    """Fail at the first flagged row, if any."""
     if mask.any():
-        fail(path, f"line {line_of(int(np.argmax(mask)))}", field, message)
+        fail(path, where_of(int(np.argmax(mask))), field, message)
 
 
 def collect_columns(
     path: str | Path,
     fmt: str,
     question: str | None,
-    line_of: Callable[[int], int],
+    where_of: Callable[[int], str],
     *,
     task: Sequence[str],
     worker: Sequence[str],
@@ -490,7 +520,7 @@ def collect_columns(
 ) -> ExportFrame:
     """The vectorised :class:`Collector` for delimited exports (one row per answer).
 
-    ``line_of(i)`` is row i's file line (for errors); ``task``, ``worker``, ``label`` and
+    ``where_of(i)`` names row i for errors (``Delimited.where``); ``task``, ``worker``, ``label`` and
     ``gold`` are text columns without surrounding blanks (as :class:`Delimited` gives them);
     ``keep``
     flags rows that pass the status filter; ``fields`` names the task, worker and gold
@@ -503,22 +533,22 @@ def collect_columns(
     if gold is not None:
         gold_s = _objects(gold)
         has = gold_s != ""
-        _first_line(path, line_of, has & (task_s == ""), task_field, "missing or empty")
+        _first_row(path, where_of, has & (task_s == ""), task_field, "missing or empty")
         pairs = pd.DataFrame({"task": task_s[has], "gold": gold_s[has]})
         first = pairs.groupby("task", sort=False)["gold"].transform("first")
         bad = (pairs["gold"] != first).to_numpy()
         if bad.any():
             at = int(np.argmax(bad))
             t = pairs["task"].iloc[at]
-            fail(path, f"line {line_of(int(np.flatnonzero(has)[at]))}", gold_field,
+            fail(path, where_of(int(np.flatnonzero(has)[at])), gold_field,
                  f"gold {pairs['gold'].iloc[at]!r} for task {t!r} contradicts the gold "
                  f"{first.iloc[at]!r} given earlier")
         truth = pairs.drop_duplicates("task").set_index("task")["gold"].rename("truth")
     answered = label_s != ""
     if keep is not None:
         answered &= keep
-    _first_line(path, line_of, answered & (task_s == ""), task_field, "missing or empty")
-    _first_line(path, line_of, answered & (worker_s == ""), worker_field, "missing or empty")
+    _first_row(path, where_of, answered & (task_s == ""), task_field, "missing or empty")
+    _first_row(path, where_of, answered & (worker_s == ""), worker_field, "missing or empty")
     if not answered.any():
         why = f" ({dropped})" if dropped else ""
         raise ValueError(f"{path}: no {fmt} answers left to read{why}")

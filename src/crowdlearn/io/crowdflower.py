@@ -48,7 +48,7 @@ def looks_like(header: Iterable[str]) -> bool:
 
 
 def read(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     question: str | None = None,
     statuses: Iterable[str] | None = None,
@@ -56,23 +56,20 @@ def read(
 ) -> ExportFrame:
     """Read a CrowdFlower full report CSV (see the module docstring for the mapping)."""
     table = read_delimited(path, sep=None, encoding=encoding)
+    path = table.name  # what messages name: the file, or "DataFrame"
     header, cols = table.header, table.columns
     for need in ("_unit_id", "_worker_id"):
         if need not in cols:
             fail(path, "line 1", need, f"missing from the header; the file has columns {header}")
     with_gold = [h[: -len("_gold")] for h in header if h.endswith("_gold") and h[: -len("_gold")] in cols]
+    # any column of the job's own (not CrowdFlower's _fields, not gold) can be a question
+    candidates = [h for h in header if not h.startswith("_") and not h.endswith(("_gold", "_gold_reason"))]
     if question is None and not with_gold:
-        candidates = [h for h in header if not h.startswith("_") and not h.endswith(("_gold", "_gold_reason"))]
         raise ValueError(
             f"{path}: no <question>_gold column tells which column is the question; choose one "
             f"with question=NAME among {', '.join(repr(c) for c in candidates) or 'none'}"
         )
-    if question is not None and question not in with_gold:
-        q = question if question in cols and not question.startswith("_") else None
-        if q is None:
-            choose_question(path, with_gold, question)  # raises, listing the questions
-    else:
-        q = choose_question(path, with_gold, question)
+    q = choose_question(path, candidates if question is not None else with_gold, question)
     gold_col = f"{q}_gold" if f"{q}_gold" in cols else None
     keep = status_set(path, statuses, DEFAULT_STATUSES, "crowdflower")
     n = len(table)
@@ -90,7 +87,7 @@ def read(
             accepted = accepted.where(_flag(cols["_golden"]), "")
         gold = accepted.tolist()
     return collect_columns(
-        path, "crowdflower", q, table.line,
+        path, "crowdflower", q, table.where,
         task=cols["_unit_id"], worker=cols["_worker_id"], label=cols[q], keep=mask, gold=gold,
         fields=("_unit_id", "_worker_id", gold_col or ""),
         dropped=f"{dropped} tainted judgments dropped" if dropped else "",

@@ -74,7 +74,7 @@ def _questions(header: list[str], cols: dict[str, list[str]]) -> dict[str, list[
 
 
 def read(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     question: str | None = None,
     statuses: Iterable[str] | None = None,
@@ -82,6 +82,7 @@ def read(
 ) -> ExportFrame:
     """Read an MTurk batch results CSV (see the module docstring for the mapping)."""
     table = read_delimited(path, sep=None, encoding=encoding)
+    path = table.name  # what messages name: the file, or "DataFrame"
     header, cols = table.header, table.columns
     if "WorkerId" not in cols:
         fail(path, "line 1", "WorkerId", f"missing from the header; the file has columns {header}")
@@ -105,13 +106,13 @@ def read(
         if several.any():
             i = int(np.argmax(several))
             chosen = [c for c, m in zip(answer_cols, marked[i]) if m]
-            fail(path, f"line {table.line(i)}", f"Answer.{q}", f"several options marked true: {chosen}")
+            fail(path, table.where(i), f"Answer.{q}", f"several options marked true: {chosen}")
         options = np.array([c.rsplit(".", 1)[1] for c in answer_cols] + [""], dtype=object)
         pick = np.where(marked.any(axis=1), marked.argmax(axis=1), len(answer_cols))
         label = options[pick].tolist()
     task = cols["HITId"] if "HITId" in cols else joined_inputs([cols[c] for c in inputs])
     return collect_columns(
-        path, "mturk", q, table.line,
+        path, "mturk", q, table.where,
         task=task, worker=cols["WorkerId"], label=label, keep=mask,
         fields=("HITId" if "HITId" in cols else ", ".join(inputs), "WorkerId", ""),
         dropped=f"{dropped} assignments dropped by status" if dropped else "",

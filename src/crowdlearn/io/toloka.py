@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+import pandas as pd
+
 from .common import (
     ExportFrame,
     choose_question,
@@ -56,7 +58,7 @@ def looks_like(header: Iterable[str]) -> bool:
 
 
 def read(
-    path: str | Path,
+    path: str | Path | pd.DataFrame,
     *,
     question: str | None = None,
     statuses: Iterable[str] | None = None,
@@ -64,6 +66,7 @@ def read(
 ) -> ExportFrame:
     """Read a Toloka results TSV (see the module docstring for the mapping)."""
     table = read_delimited(path, sep=None, encoding=encoding)
+    path = table.name  # what messages name: the file, or "DataFrame"
     header, cols = table.header, table.columns
     if WORKER not in cols:
         fail(path, "line 1", WORKER, f"missing from the header; the file has columns {header}")
@@ -79,7 +82,7 @@ def read(
     dropped = int((~mask).sum()) if mask is not None else 0
     task = cols[TASK] if TASK in cols else joined_inputs([cols[c] for c in inputs])
     return collect_columns(
-        path, "toloka", q, table.line,
+        path, "toloka", q, table.where,
         task=task, worker=cols[WORKER], label=cols[out_col],
         gold=cols[gold_col] if gold_col is not None else None,
         keep=mask, fields=(TASK if TASK in cols else ", ".join(inputs), WORKER, gold_col or ""),
