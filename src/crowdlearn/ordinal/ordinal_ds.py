@@ -15,6 +15,13 @@ fitted with the workers (ordered by construction: ``c_l = c_{l-1} + exp(d_l)``).
 confusion row is thus a discretised logistic/normal around ``j + b_w``: 2 parameters per
 worker instead of Dawid-Skene's K(K-1), and errors concentrate on neighbouring grades.
 
+A worker may also answer without looking (``spam_prior``, on by default): with probability
+``e_w`` it draws its answer from its own distribution ``r_w`` whatever the task, so that the
+confusion row is ``(1 - e_w) P_ord(l | j, w) + e_w r_w(l)`` (the spamming component of MACE,
+Hovy et al., 2013, NAACL).  Without it a worker who always gives the same grade is a
+perfect worker of a crowd whose every task has that grade, and on real relevance crowds
+(several such workers with thousands of answers) EM collapses onto one class.
+
 This is the cumulative-link ("ordered probit/logit") observation model of McCullagh (1980,
 "Regression models for ordinal data", JRSS B 42(2)) used as the worker model of Dawid and
 Skene (1979); the latent-grade-with-bias-and-noise view of raters follows Raykar et al.
@@ -27,9 +34,11 @@ Fitting.  MAP-EM.  The E-step is Dawid-Skene's (``q_n(j) ∝ pi_j prod P(answer 
 workers at once (and the thresholds), the expected log-likelihood
 ``sum_{w,j,l} C[w, j, l] log P(l | j, w)`` of the soft counts ``C`` (one pass over the
 answers, :func:`crowdlearn.core.kernels.mstep`) plus the log-priors
-``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by L-BFGS-B with the
-analytic gradient; its cost is O(W K^2) per evaluation, independent of the number of answers.
-The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.
+``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by damped Newton steps per worker (vectorised over workers; analytic gradient); its cost is O(W K^2) per evaluation, independent of the number of answers.
+The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
+each M-step is one generalised-EM step of the mixture: the share of each soft count due to
+spam under the current parameters, ``e_w = (spam counts + a) / (counts + a + b)``,
+``r_w ∝ spam counts + 1/2``, and the ordinal parameters fitted to the remaining counts.
 """
 
 from __future__ import annotations
@@ -134,7 +143,11 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     tol : float, default 1e-7
         Stop when the log-likelihood per answer improves by less than ``tol``.
     m_step_max_iter : int, default 50
-        L-BFGS-B iterations per M-step (warm-started from the previous M-step).
+        Newton iterations per M-step (warm-started from the previous M-step); also the
+        L-BFGS-B iterations of the thresholds with ``fit_thresholds``.
+    spam_prior : (a, b) or None, default (1.0, 9.0)
+        Beta pseudo-counts of a worker's spam probability ``e_w`` (prior mean a / (a + b));
+        None: no spam component.
     classes : list, optional
         The classes from the lowest to the highest (default: :func:`ordinal_order`'s rule).
     random_state : int, default 0
@@ -144,6 +157,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     ----------
     bias_ : Series, worker -> b_w (classes; positive = answers too high)
     spread_ : Series, worker -> s_w
+    spam_ : Series, worker -> e_w (0 without the spam component)
     thresholds_ : ndarray (K-1,)
     confusions_ : ndarray (n_workers, n_classes, n_classes)
         ``[w, true, answered]`` in the table's class order (``classes_``), rows sum to 1.
