@@ -94,6 +94,7 @@ REGISTRY: dict[str, Entry] = {
     "ordinal-ds": Entry(_ORD, "crowdlearn.ordinal.ordinal_ds:OrdinalDawidSkene"),
 
     # ---- multilabel: a set of tags per answer
+    "binary-relevance": Entry(_ML, "crowdlearn.multilabel.binary_relevance:BinaryRelevance"),
 
     # ---- pairwise: which of two items wins (or a tie); score and rank per item
     "bt": Entry(_PW, "crowdlearn.pairwise.bt:BradleyTerry"),

@@ -15,6 +15,13 @@ fitted with the workers (ordered by construction: ``c_l = c_{l-1} + exp(d_l)``).
 confusion row is thus a discretised logistic/normal around ``j + b_w``: 2 parameters per
 worker instead of Dawid-Skene's K(K-1), and errors concentrate on neighbouring grades.
 
+A worker may also answer without looking (``spam_prior``, on by default): with probability
+``e_w`` it draws its answer from its own distribution ``r_w`` whatever the task, so that the
+confusion row is ``(1 - e_w) P_ord(l | j, w) + e_w r_w(l)`` (the spamming component of MACE,
+Hovy et al., 2013, NAACL).  Without it a worker who always gives the same grade is a
+perfect worker of a crowd whose every task has that grade, and on real relevance crowds
+(several such workers with thousands of answers) EM collapses onto one class.
+
 This is the cumulative-link ("ordered probit/logit") observation model of McCullagh (1980,
 "Regression models for ordinal data", JRSS B 42(2)) used as the worker model of Dawid and
 Skene (1979); the latent-grade-with-bias-and-noise view of raters follows Raykar et al.
@@ -27,9 +34,11 @@ Fitting.  MAP-EM.  The E-step is Dawid-Skene's (``q_n(j) ∝ pi_j prod P(answer 
 workers at once (and the thresholds), the expected log-likelihood
 ``sum_{w,j,l} C[w, j, l] log P(l | j, w)`` of the soft counts ``C`` (one pass over the
 answers, :func:`crowdlearn.core.kernels.mstep`) plus the log-priors
-``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by L-BFGS-B with the
-analytic gradient; its cost is O(W K^2) per evaluation, independent of the number of answers.
-The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.
+``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by damped Newton steps per worker (vectorised over workers; analytic gradient); its cost is O(W K^2) per evaluation, independent of the number of answers.
+The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
+each M-step is one generalised-EM step of the mixture: the share of each soft count due to
+spam under the current parameters, ``e_w = (spam counts + a) / (counts + a + b)``,
+``r_w ∝ spam counts + 1/2``, and the ordinal parameters fitted to the remaining counts.
 """
 
 from __future__ import annotations
@@ -134,7 +143,11 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     tol : float, default 1e-7
         Stop when the log-likelihood per answer improves by less than ``tol``.
     m_step_max_iter : int, default 50
-        L-BFGS-B iterations per M-step (warm-started from the previous M-step).
+        Newton iterations per M-step (warm-started from the previous M-step); also the
+        L-BFGS-B iterations of the thresholds with ``fit_thresholds``.
+    spam_prior : (a, b) or None, default (1.0, 9.0)
+        Beta pseudo-counts of a worker's spam probability ``e_w`` (prior mean a / (a + b));
+        None: no spam component.
     classes : list, optional
         The classes from the lowest to the highest (default: :func:`ordinal_order`'s rule).
     random_state : int, default 0
@@ -144,6 +157,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     ----------
     bias_ : Series, worker -> b_w (classes; positive = answers too high)
     spread_ : Series, worker -> s_w
+    spam_ : Series, worker -> e_w (0 without the spam component)
     thresholds_ : ndarray (K-1,)
     confusions_ : ndarray (n_workers, n_classes, n_classes)
         ``[w, true, answered]`` in the table's class order (``classes_``), rows sum to 1.
@@ -159,7 +173,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     def __init__(self, link: str = "logit", fit_thresholds: bool = False, bias_sd: float = 1.0,
                  spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
                  prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
-                 m_step_max_iter: int = 50, classes: Any = None, random_state: int | None = 0) -> None:
+                 m_step_max_iter: int = 50, spam_prior: tuple[float, float] | None = (1.0, 9.0),
+                 classes: Any = None, random_state: int | None = 0) -> None:
         self.link = link
         self.fit_thresholds = fit_thresholds
         self.bias_sd = bias_sd
@@ -170,6 +185,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         self.max_iter = max_iter
         self.tol = tol
         self.m_step_max_iter = m_step_max_iter
+        self.spam_prior = spam_prior
         self.classes = classes
         self.random_state = random_state
 
@@ -183,6 +199,12 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.spam_prior is not None:
+            prior = self.spam_prior
+            ok = (isinstance(prior, (tuple, list)) and len(prior) == 2
+                  and all(isinstance(v, (int, float, np.number)) and np.isfinite(v) and v > 0 for v in prior))
+            if not ok:
+                raise ValueError(f"spam_prior must be None or two pseudo-counts (a, b) > 0, got {prior!r}")
         if self.min_spread >= 10 * max(self.spread, 1e-12):
             raise ValueError(f"min_spread ({self.min_spread}) must be below 10 x spread ({self.spread})")
 
@@ -193,27 +215,30 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         k, m = data.n_classes, data.n_workers
         post = init if init is not None else vote_fractions(data)
         post = clamp_to_gold(post, gold)
-        theta = np.concatenate([np.zeros(m), np.full(m, np.log(max(self.spread, self.min_spread)))])
-        thresholds = np.arange(k - 1) + 0.5
-        deltas = np.zeros(max(k - 2, 0))  # log gaps between thresholds (fit_thresholds)
+        state = {
+            "theta": np.concatenate([np.zeros(m), np.full(m, np.log(max(self.spread, self.min_spread)))]),
+            "thresholds": np.arange(k - 1) + 0.5,
+            "deltas": np.zeros(max(k - 2, 0)),  # log gaps between thresholds (fit_thresholds)
+            "eps": None,  # spam probability per worker (spam_prior)
+            "spam": None,  # spam answer distribution per worker, (W, K)
+        }
         ll_prev = -np.inf
         n_answers = max(data.n_labels, 1)
         self.converged_ = False
         log_table = log_prior = None
         for _ in range(self.max_iter):
-            theta, thresholds, deltas, log_table, log_prior = self._m_step(
-                data, post, theta, thresholds, deltas)
+            log_table, log_prior = self._m_step(data, post, state)
             post, ll = kernels.estep(data, log_table, log_prior, "numpy")
             post = clamp_to_gold(post, gold)
             if self._record_iteration(ll, ll_prev, n_answers):
                 break
             ll_prev = ll
         if log_table is None:  # max_iter = 0: the parameters of the initial posteriors
-            theta, thresholds, deltas, log_table, log_prior = self._m_step(
-                data, post, theta, thresholds, deltas)
+            log_table, log_prior = self._m_step(data, post, state)
             post = clamp_to_gold(kernels.estep(data, log_table, log_prior, "numpy")[0], gold)
+        theta = state["theta"]
         bias, spread = theta[:m], np.exp(theta[m:])
-        conf_o = ordinal_confusions(bias, spread, thresholds, link=self.link)
+        conf_o = self._confusions(state, k)
         rank = self._rank  # table class code -> ordinal code
         # the worker model in the table's class order, for predict_proba and confusion()
         self.confusions_ = conf_o[:, rank][:, :, rank]
@@ -223,20 +248,52 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         prior = np.exp(self._log_prior)
         self.bias_ = pd.Series(bias, index=data.workers, name="bias")
         self.spread_ = pd.Series(spread, index=data.workers, name="spread")
-        self.thresholds_ = thresholds
+        eps = np.zeros(m) if state["eps"] is None else state["eps"]
+        self.spam_ = pd.Series(eps, index=data.workers, name="spam")
+        self.thresholds_ = state["thresholds"]
         self.priors_ = pd.Series(prior, index=self.order_.take(rank), name="prior")
         self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers,
                                  name="skill")
         return post
 
-    def _m_step(self, data, post, theta, thresholds, deltas):
+    def _confusions(self, state, k):
+        """``[w, true, answered]`` in ordinal codes: the ordinal rows, mixed with the spam
+        distribution when ``spam_prior`` is set."""
+        m = len(state["theta"]) // 2
+        conf = ordinal_confusions(state["theta"][:m], np.exp(state["theta"][m:]), state["thresholds"],
+                                  link=self.link)
+        if state["eps"] is not None:
+            eps = state["eps"][:, None, None]
+            conf = (1.0 - eps) * conf + eps * state["spam"][:, None, :]
+        return conf
+
+    def _m_step(self, data, post, state):
         k, m = data.n_classes, data.n_workers
         counts, class_counts = kernels.mstep(data, post, "numpy")  # (W*K answered, K true)
         counts = np.ascontiguousarray(counts.reshape(m, k, k).transpose(0, 2, 1))  # [w, true, ans]
         class_counts = class_counts + self.prior_alpha
         log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
         if k <= 1:
-            return theta, thresholds, deltas, np.zeros((m * k, k)), log_prior
+            return np.zeros((m * k, k)), log_prior
+        if self.spam_prior is not None:
+            # generalised EM step of the two-component mixture: share of each soft count due to
+            # the spam component under the current parameters, then its closed-form update
+            a, b = self.spam_prior
+            if state["eps"] is None:
+                state["eps"] = np.full(m, a / (a + b))
+                marginal = counts.sum(axis=1) + 0.5
+                state["spam"] = marginal / marginal.sum(axis=1, keepdims=True)
+            ordinal = ordinal_confusions(state["theta"][:m], np.exp(state["theta"][m:]),
+                                         state["thresholds"], link=self.link)
+            eps = state["eps"][:, None, None]
+            spam_part = eps * state["spam"][:, None, :]
+            share = spam_part / np.maximum((1.0 - eps) * ordinal + spam_part, _TINY)
+            spam_counts = counts * share
+            state["eps"] = (spam_counts.sum(axis=(1, 2)) + a) / (counts.sum(axis=(1, 2)) + a + b)
+            r = spam_counts.sum(axis=1) + 0.5
+            state["spam"] = r / r.sum(axis=1, keepdims=True)
+            counts = counts - spam_counts
+        theta, thresholds, deltas = state["theta"], state["thresholds"], state["deltas"]
         theta = self._newton_workers(theta, thresholds, counts)
         if self.fit_thresholds and k > 2:
             # shared thresholds given the workers (K-1 numbers), then the workers again
@@ -248,10 +305,10 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             deltas = res.x[1:]
             thresholds = _thresholds(res.x[0], deltas)
             theta = self._newton_workers(theta, thresholds, counts)
-        p = ordinal_confusions(theta[:m], np.exp(theta[m:]), thresholds, link=self.link)
-        log_conf = np.log(np.maximum(p, _TINY))  # [w, true, answered]
+        state.update(theta=theta, thresholds=thresholds, deltas=deltas)
+        log_conf = np.log(np.maximum(self._confusions(state, k), _TINY))  # [w, true, answered]
         log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
-        return theta, thresholds, deltas, log_table, log_prior
+        return log_table, log_prior
 
     def _worker_objective(self, bias, rho, thresholds, counts, need_grad=True):
         """Per worker: minus (expected log-likelihood + log-prior), its gradient (W x 2) and

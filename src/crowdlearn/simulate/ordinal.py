@@ -32,7 +32,7 @@ class OrdinalPlanted:
     bias, spread : ndarray (n_workers,)
         ``b_w`` (classes; positive = answers too high) and ``s_w``; NaN for spammers.
     spammer : ndarray of bool (n_workers,)
-        Workers answering uniformly at random.
+        Workers answering uniformly at random or always the same class.
     thresholds : ndarray (K-1,)
     class_prior : ndarray (K,)
     confusions : ndarray (n_workers, K, K)
@@ -58,6 +58,7 @@ def ordinal_crowd(
     bias_sd: float = 0.4,
     spread: tuple[float, float] = (0.2, 0.9),
     spammers: float = 0.0,
+    constant: float = 0.0,
     thresholds: Sequence[float] | None = None,
     class_prior: Sequence[float] | None = None,
     link: str = "logit",
@@ -78,6 +79,9 @@ def ordinal_crowd(
         Worker spreads ``s_w`` log-uniform in [low, high].
     spammers : float
         Fraction of workers answering uniformly at random.
+    constant : float
+        Fraction of workers giving one fixed class (drawn uniformly) whatever the task: the
+        "always relevant" worker of real relevance crowds.
     thresholds : sequence of K-1 increasing numbers, optional
         Default: the midpoints ``l + 1/2``.
     class_prior : sequence of K probabilities, optional
@@ -113,8 +117,14 @@ def ordinal_crowd(
     n_spam = int(round(spammers * n_workers))
     if n_spam:
         spam[rng.choice(n_workers, n_spam, replace=False)] = True
+    n_const = int(round(constant * n_workers))
+    const = np.zeros(n_workers, dtype=bool)
+    if n_const:
+        const[rng.choice(np.flatnonzero(~spam), min(n_const, int((~spam).sum())), replace=False)] = True
     conf = ordinal_confusions(bias, spreads, cuts, link=link)
     conf[spam] = 1.0 / k
+    fixed = rng.integers(0, k, n_workers)
+    conf[const] = np.eye(k)[fixed[const]][:, None, :]
     truth = rng.choice(k, size=n_tasks, p=prior).astype(np.int32)
     task, worker = assign_workers(n_tasks, n_workers, labels_per_task, assignment, seed=rng)
     cdf = np.cumsum(conf[worker, truth[task]], axis=1)
@@ -126,7 +136,7 @@ def ordinal_crowd(
     data = CrowdLabels.from_codes(task, worker, label, tasks=pd.RangeIndex(n_tasks),
                                   workers=pd.RangeIndex(n_workers), classes=names, truth=truth)
     bias_out, spread_out = bias.copy(), spreads.copy()
-    bias_out[spam] = np.nan
-    spread_out[spam] = np.nan
-    planted = OrdinalPlanted(bias_out, spread_out, spam, cuts, prior, conf, link)
+    bias_out[spam | const] = np.nan
+    spread_out[spam | const] = np.nan
+    planted = OrdinalPlanted(bias_out, spread_out, spam | const, cuts, prior, conf, link)
     return data, planted
