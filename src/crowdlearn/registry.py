@@ -88,6 +88,9 @@ REGISTRY: dict[str, Entry] = {
     "coinnet": Entry(_L, "crowdlearn.learning.coinnet:COINNet"),
     "doctornet": Entry(_L, "crowdlearn.learning.doctornet:DoctorNet"),
     # ---- continuous: a number per answer; estimate and standard error per task
+    "mean": Entry(_CONT, "crowdlearn.continuous.location:Mean"),
+    "median": Entry(_CONT, "crowdlearn.continuous.location:Median"),
+    "trimmed-mean": Entry(_CONT, "crowdlearn.continuous.location:TrimmedMean"),
 
     # ---- ordinal: one of K ordered classes per answer
 
