@@ -91,6 +91,7 @@ REGISTRY: dict[str, Entry] = {
     "mean": Entry(_CONT, "crowdlearn.continuous.location:Mean"),
     "median": Entry(_CONT, "crowdlearn.continuous.location:Median"),
     "trimmed-mean": Entry(_CONT, "crowdlearn.continuous.location:TrimmedMean"),
+    "gaussian-em": Entry(_CONT, "crowdlearn.continuous.gaussian_em:GaussianEM"),
 
     # ---- ordinal: one of K ordered classes per answer
 

@@ -94,21 +94,27 @@ def shrunk_task_variance(data: ContinuousAnswers, center: np.ndarray, sq_dev: np
     return (ss + pseudo * s2) / (np.maximum(n_t - 1, 0) + pseudo)
 
 
-def fix_gauge(scale: np.ndarray, bias: np.ndarray, truth: np.ndarray, counts: np.ndarray):
-    """Fix the regression model's gauge: answer-weighted mean scale 1, mean bias 0.
+def fix_gauge(scale: np.ndarray, offset: np.ndarray, center: float, scale_weights: np.ndarray,
+              offset_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, float]:
+    """Fix the regression model's gauge in its centred form ``x - c0 = s (z - c0) + d``.
 
-    ``s z + b = (s / m_s) (m_s z + m_b) + b - s m_b / m_s`` for the count-weighted means
-    ``m_s, m_b``; returns the transformed ``(scale, bias, truth, m_s, m_b)`` (the truth maps
-    as ``z -> m_s z + m_b``; a standard error of z maps by ``|m_s|``).
+    The model is unchanged by ``z - c0 -> k (z - c0)``, ``c0 -> c0 + e`` with ``s -> s / k``,
+    ``d -> d - e``.  The gauge chosen: the ``offset_weights``-weighted mean offset is 0 (with
+    answer counts as weights, the estimates' mean is the answers' mean) and the
+    ``scale_weights``-weighted mean scale is 1 (with the workers' information
+    ``n_w s_w^2 / sigma_w^2`` as weights, the informative workers are right in scale on
+    average, whatever the share of spammers with scale 0).
+
+    Returns ``(scale, offset, center, k, e)``: a truth maps as
+    ``z -> center_new + k (z - center_old)`` and a standard error by ``|k|``.
     """
-    total = counts.sum()
-    if total <= 0:
-        return scale, bias, truth, 1.0, 0.0
-    m_s = float(np.dot(counts, scale) / total)
-    m_b = float(np.dot(counts, bias) / total)
-    if not np.isfinite(m_s) or abs(m_s) < 1e-12:
-        return scale, bias, truth, 1.0, 0.0
-    return scale / m_s, bias - scale * m_b / m_s, m_s * truth + m_b, m_s, m_b
+    k = float(np.dot(scale_weights, scale) / scale_weights.sum()) if scale_weights.sum() > 0 else 1.0
+    e = float(np.dot(offset_weights, offset) / offset_weights.sum()) if offset_weights.sum() > 0 else 0.0
+    if not np.isfinite(k) or abs(k) < 1e-12:
+        k = 1.0
+    if not np.isfinite(e):
+        e = 0.0
+    return scale / k, offset - e, center + e, k, e
 
 
 # --------------------------------------------------------------------------- the base
