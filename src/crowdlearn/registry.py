@@ -92,6 +92,7 @@ REGISTRY: dict[str, Entry] = {
     "median": Entry(_CONT, "crowdlearn.continuous.location:Median"),
     "trimmed-mean": Entry(_CONT, "crowdlearn.continuous.location:TrimmedMean"),
     "gaussian-em": Entry(_CONT, "crowdlearn.continuous.gaussian_em:GaussianEM"),
+    "catd": Entry(_CONT, "crowdlearn.continuous.catd:CATD"),
 
     # ---- ordinal: one of K ordered classes per answer
 

@@ -48,6 +48,8 @@ class ContinuousFit(NamedTuple):
     noise: np.ndarray | None = None
     n_iter: int = 0
     converged: bool = True
+    #: further per-worker arrays, set as ``worker_<name>_`` Series (e.g. CATD's weights)
+    worker_extra: dict | None = None
 
 
 # ------------------------------------------------------------------- shared statistics
@@ -173,6 +175,8 @@ class ContinuousEstimator(AnswerEstimator):
             self.worker_bias_ = pd.Series(fitted.bias, index=data.workers, name="bias")
             self.worker_scale_ = pd.Series(fitted.scale, index=data.workers, name="scale")
             self.worker_noise_ = pd.Series(fitted.noise, index=data.workers, name="noise")
+        for name, values in (fitted.worker_extra or {}).items():
+            setattr(self, f"worker_{name}_", pd.Series(values, index=data.workers, name=name))
         self.n_iter_, self.converged_ = int(fitted.n_iter), bool(fitted.converged)
         return self
 
