@@ -93,6 +93,7 @@ REGISTRY: dict[str, Entry] = {
     "trimmed-mean": Entry(_CONT, "crowdlearn.continuous.location:TrimmedMean"),
     "gaussian-em": Entry(_CONT, "crowdlearn.continuous.gaussian_em:GaussianEM"),
     "catd": Entry(_CONT, "crowdlearn.continuous.catd:CATD"),
+    "lrs-moments": Entry(_CONT, "crowdlearn.continuous.lrs_moments:LRSMoments"),
 
     # ---- ordinal: one of K ordered classes per answer
 
