@@ -88,6 +88,12 @@ REGISTRY: dict[str, Entry] = {
     "coinnet": Entry(_L, "crowdlearn.learning.coinnet:COINNet"),
     "doctornet": Entry(_L, "crowdlearn.learning.doctornet:DoctorNet"),
     # ---- continuous: a number per answer; estimate and standard error per task
+    "mean": Entry(_CONT, "crowdlearn.continuous.location:Mean"),
+    "median": Entry(_CONT, "crowdlearn.continuous.location:Median"),
+    "trimmed-mean": Entry(_CONT, "crowdlearn.continuous.location:TrimmedMean"),
+    "gaussian-em": Entry(_CONT, "crowdlearn.continuous.gaussian_em:GaussianEM"),
+    "catd": Entry(_CONT, "crowdlearn.continuous.catd:CATD"),
+    "lrs-moments": Entry(_CONT, "crowdlearn.continuous.lrs_moments:LRSMoments"),
 
     # ---- ordinal: one of K ordered classes per answer
     "ordinal-cumulative": Entry(_ORD, "crowdlearn.ordinal.cumulative:OrdinalCumulative"),

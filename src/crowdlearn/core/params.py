@@ -37,7 +37,7 @@ TOLERANCES = frozenset({"tol", "outer_tol", "eps"})
 #: Dirichlet / Beta pseudo-counts and smoothing constants: finite numbers >= 0
 PSEUDO_COUNTS = frozenset({
     "alpha", "beta", "diag_alpha", "prior_alpha", "alpha_diag", "alpha_off", "smoothing",
-    "strategy_prior",
+    "strategy_prior", "bias_prior", "scale_prior", "noise_prior",
 })
 #: scales and variances that must be finite and > 0
 POSITIVE = frozenset({"lambda_worker", "lr_init", "alpha_prior_var", "log_beta_prior_var",

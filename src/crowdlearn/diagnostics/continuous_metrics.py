@@ -1,0 +1,88 @@
+"""Metrics of continuous estimates against gold values: MAE, RMSE, Pearson and Spearman.
+
+Each function takes the estimates (a Series task -> value, or a fitted continuous estimator)
+and the gold (a Series task -> value, a mapping, or a
+:class:`~crowdlearn.continuous.data.ContinuousAnswers` with truth) and scores the tasks that
+have both, aligned by task id.  Rank correlation (Spearman) is the one to use when the gold is
+on another scale than the answers (snow_wordsim: answers 0-10, gold 0-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import pearsonr, spearmanr
+
+from ..continuous.data import ContinuousAnswers
+
+__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "aligned"]
+
+
+def _as_series(obj: Any, what: str) -> pd.Series:
+    if isinstance(obj, ContinuousAnswers):
+        truth = obj.truth_series()
+        if truth is None:
+            raise ValueError(f"{what}: the answer table has no truth")
+        return truth
+    if hasattr(obj, "estimates_"):
+        return obj.estimates_
+    if isinstance(obj, pd.Series):
+        return obj
+    if isinstance(obj, Mapping):
+        return pd.Series(obj, dtype=float)
+    raise TypeError(f"{what}: expected a Series, a mapping, a fitted continuous estimator or "
+                    f"ContinuousAnswers; got {type(obj).__name__}")
+
+
+def aligned(estimates: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(estimates, gold) as float arrays on the tasks both know (gold NaN = unknown).
+
+    Raises ``ValueError`` when no task has both.
+    """
+    est = _as_series(estimates, "estimates").astype(float)
+    ref = _as_series(gold, "gold").astype(float)
+    ref = ref[np.isfinite(ref.to_numpy())]
+    common = est.index.intersection(ref.index)
+    if len(common) == 0:
+        raise ValueError("no task has both an estimate and a gold value")
+    return est.loc[common].to_numpy(), ref.loc[common].to_numpy()
+
+
+def mae(estimates: Any, gold: Any) -> float:
+    """Mean absolute error on the tasks with gold."""
+    e, g = aligned(estimates, gold)
+    return float(np.mean(np.abs(e - g)))
+
+
+def rmse(estimates: Any, gold: Any) -> float:
+    """Root mean squared error on the tasks with gold."""
+    e, g = aligned(estimates, gold)
+    return float(np.sqrt(np.mean((e - g) ** 2)))
+
+
+def _correlation(fn, estimates, gold) -> float:
+    e, g = aligned(estimates, gold)
+    if len(e) < 2 or np.ptp(e) == 0 or np.ptp(g) == 0:
+        return float("nan")  # undefined for a constant side, not an error of the method
+    return float(fn(e, g)[0])
+
+
+def pearson(estimates: Any, gold: Any) -> float:
+    """Pearson correlation with the gold (NaN when either side is constant)."""
+    return _correlation(pearsonr, estimates, gold)
+
+
+def spearman(estimates: Any, gold: Any) -> float:
+    """Spearman rank correlation with the gold (NaN when either side is constant)."""
+    return _correlation(spearmanr, estimates, gold)
+
+
+def continuous_scores(estimates: Any, gold: Any) -> dict[str, float]:
+    """All four metrics and the number of tasks scored, as a dict."""
+    e, _ = aligned(estimates, gold)
+    return {"mae": mae(estimates, gold), "rmse": rmse(estimates, gold),
+            "pearson": pearson(estimates, gold), "spearman": spearman(estimates, gold),
+            "n": float(len(e))}
