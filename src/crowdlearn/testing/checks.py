@@ -41,6 +41,7 @@ __all__ = [
     "check_zero_answer_tasks",
     "configure",
     "crowd_for",
+    "params_contract",
     "describe",
     "registered_name",
 ]
@@ -93,15 +94,7 @@ def _uses_features(est: Any) -> bool:
 
 
 def crowd_for(est: Any, seed: int = 0, **kwargs: Any) -> CrowdLabels:
-    """The toy crowd of :func:`~crowdlearn.testing.data.toy_crowd` suited to ``est``'s tags;
-    for a method of an answer kind with a :class:`~crowdlearn.testing.kinds.KindSpec`, that
-    kind's toy answers (so the shared checks, e.g. ``check_clone_and_params``, fit it on its
-    own kind of data)."""
-    from .kinds import KIND_SPECS, kind_spec  # kinds imports this module
-
-    kind = get_tags(est).kind
-    if kind in KIND_SPECS:
-        return kind_spec(kind).toy(seed)
+    """The toy crowd of :func:`~crowdlearn.testing.data.toy_crowd` suited to ``est``'s tags."""
     kwargs.setdefault("n_classes", 2 if get_tags(est).binary_only else 3)
     return toy_crowd(seed=seed, features=_uses_features(est), **kwargs)
 
@@ -158,6 +151,11 @@ def check_fit_returns_self_and_idempotent(est: Any) -> None:
 def check_clone_and_params(est: Any) -> None:
     """``get_params`` holds the constructor arguments; ``clone`` round-trips them; ``fit``
     does not change them; the default ``random_state`` is 0 (reproducible by default)."""
+    params_contract(est, crowd_for(est))
+
+
+def params_contract(est: Any, data: Any) -> None:
+    """:func:`check_clone_and_params` with the data ``fit`` is given (any answer kind)."""
     who, est = describe(est), configure(est)
     params = est.get_params(deep=False)
     init_args = set(type(est)._get_param_names())
@@ -168,7 +166,7 @@ def check_clone_and_params(est: Any) -> None:
         assert default["random_state"] == 0, (
             f"{who}: default random_state is {default['random_state']!r}, the contract says 0"
         )
-    est.fit(crowd_for(est))
+    est.fit(data)
     assert _same_params(est.get_params(deep=False), params), f"{who}: fit changed its hyper-parameters"
 
 

@@ -24,9 +24,10 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from ..core.base import get_tags
-from .checks import check_clone_and_params, describe
+from .checks import describe, params_contract
 
-__all__ = ["KindSpec", "KIND_SPECS", "kind_spec", "kind_checks", "check_result_not_fitted",
+__all__ = ["KindSpec", "KIND_SPECS", "kind_spec", "kind_checks", "check_result_clone_and_params",
+           "check_result_not_fitted",
            "check_result_idempotent", "check_result_deterministic", "check_result_pickle",
            "check_result_input_not_mutated", "check_result_well_formed",
            "check_result_quality"]
@@ -97,6 +98,12 @@ def _arrays(obj: Any) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------ checks
+def check_result_clone_and_params(est: Any) -> None:
+    """``get_params`` holds the constructor arguments, ``clone`` round-trips them, ``fit`` (on
+    the kind's toy answers) does not change them, the default ``random_state`` is 0."""
+    params_contract(est, _spec(est).toy(0))
+
+
 def check_result_not_fitted(est: Any) -> None:
     """``result_frame`` before ``fit`` raises sklearn's ``NotFittedError``."""
     who = describe(est)
@@ -185,7 +192,7 @@ def check_result_quality(est: Any) -> None:
 
 
 _GENERIC = (
-    check_clone_and_params,
+    check_result_clone_and_params,
     check_result_not_fitted,
     check_result_well_formed,
     check_result_idempotent,
