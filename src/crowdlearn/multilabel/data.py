@@ -290,6 +290,8 @@ class MultiLabelAnswers:
                   + np.arange(lengths.sum()))
         tag_ptr = np.concatenate([[0], np.cumsum(lengths)])
         tag_code = np.asarray(codes, dtype=np.int64)[gather]
+        # within an answer, tags in tag order (a set has no order of its own)
+        tag_code = tag_code[np.lexsort((tag_code, np.repeat(np.arange(len(lengths)), lengths)))]
         truth_args = {}
         if truth_s is not None:
             pos = task_index.get_indexer(truth_s.index)
@@ -355,9 +357,19 @@ class MultiLabelAnswers:
 
 
 def as_multilabel_answers(data: Any) -> MultiLabelAnswers:
-    """Accept a :class:`MultiLabelAnswers` or a DataFrame with task, worker, label columns."""
+    """Accept a :class:`MultiLabelAnswers`, a DataFrame with task, worker, label columns, or
+    a :class:`CrowdLabels` (a class-label crowd is a multi-label crowd whose every answer is
+    one tag: its class)."""
     if isinstance(data, MultiLabelAnswers):
         return data
+    if isinstance(data, CrowdLabels):
+        truth = {}
+        if data.truth is not None:
+            known = data.truth >= 0
+            truth = dict(truth_known=known, truth_ptr=np.concatenate([[0], np.cumsum(known)]),
+                         truth_code=data.truth[known])
+        return MultiLabelAnswers(data.task, data.worker, np.arange(data.n_labels + 1), data.label,
+                                 tasks=data.tasks, workers=data.workers, tags=data.classes, **truth)
     if isinstance(data, pd.DataFrame):
         return MultiLabelAnswers.from_frame(data)
     raise TypeError(f"expected MultiLabelAnswers or a DataFrame with task, worker, label columns; "
