@@ -233,3 +233,22 @@ def test_benchmark_one_table_per_kind(capsys):
     header, row = out.split("== classification")[0].strip().splitlines()[1:3]
     tau = float(row.split()[header.split().index("kendall_tau")])
     assert 0.5 < tau <= 1.0
+
+
+def test_aggregate_platform_export(tmp_path, capsys):
+    """--format reads a platform export (here a Toloka results TSV, rejected assignments
+    dropped, control tasks' GOLDEN column as gold) and aggregates it like a long table."""
+    src = tmp_path / "results.tsv"
+    rows = ["INPUT:image\tOUTPUT:result\tGOLDEN:result\tASSIGNMENT:worker_id\tASSIGNMENT:status"]
+    for task, truth in (("a.jpg", "cat"), ("b.jpg", "dog"), ("c.jpg", "cat")):
+        for w in range(3):
+            rows.append(f"{task}\t{truth}\t{truth if task == 'a.jpg' else ''}\tw{w}\tAPPROVED")
+        rows.append(f"{task}\t{'dog' if truth == 'cat' else 'cat'}\t\tw9\tREJECTED")
+    src.write_text("\n".join(rows) + "\n")
+    code, out, err = run(["aggregate", str(src), "--format", "toloka", "--method", "mv"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out)).set_index("task")
+    assert table["label"].to_dict() == {"a.jpg": "cat", "b.jpg": "dog", "c.jpg": "cat"}
+    assert "9 answers" in err and "accuracy on 1 gold tasks = 1.0000" in err
+    code, _, err = run(["aggregate", str(src), "--format", "auto", "--method", "bt"], capsys)
+    assert code == 2 and "pairwise" in err

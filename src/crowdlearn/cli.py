@@ -155,6 +155,12 @@ def _cmd_aggregate(args) -> int:
     from .core.io import detect_format, read_table
 
     colmap = _column_map(args)
+    if args.format:
+        kind = _resolve_kind(args, set())
+        if kind not in ("classification", "ordinal"):
+            raise UsageError(f"--format reads class labels; {kind} answers from platform "
+                             "exports are not supported yet")
+        return _aggregate_labels(args, kind, colmap, None)
     needs_header = args.kind is None and args.method is None
     kind = _resolve_kind(args, set(read_table(args.input).columns) if needs_header else set())
     # errors name file lines (header = line 1); Parquet has no lines: row positions
@@ -215,14 +221,24 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line) -> int:
                     f"{roles[i]} and {roles[j]} cannot both be column {cols[i]!r} "
                     f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
                 )
-    df = read_table(args.input, columns=cols)
+    classes = args.classes.split(",") if args.classes else None
     truth = None
     if args.gold:
         truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
-    classes = args.classes.split(",") if args.classes else None
-    data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
-    has_gold = truth is not None
-    del df, truth  # the string frames cost more memory than the fit itself at 10^7 rows
+    if args.format:  # a platform's export (crowdlearn.io); its own gold counts too
+        from .io import read_export
+
+        data = read_export(args.input, None if args.format == "auto" else args.format,
+                           question=args.question, classes=classes,
+                           statuses=args.statuses.split(",") if args.statuses else None)
+        if truth is not None:
+            data = data.with_truth(truth)
+    else:
+        df = read_table(args.input, columns=cols)
+        data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
+        del df  # the string frames cost more memory than the fit itself at 10^7 rows
+    has_gold = data.truth is not None and bool((data.truth >= 0).any())
+    del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
     t0 = time.perf_counter()
@@ -387,6 +403,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--label-col", default="label")
     a.add_argument("--classes", help="comma-separated class set (default: the labels seen)")
     a.add_argument("--gold", help="file of task,truth; reports accuracy")
+    a.add_argument("--format", default=None, metavar="NAME",
+                   help="read a platform export: toloka, mturk, labelstudio, prodigy, argilla, "
+                   "crowdflower, peerannot, cleanlab, or auto (detected from the content)")
+    a.add_argument("--question", help="the export's question when it holds several")
+    a.add_argument("--statuses", help="comma-separated assignment statuses kept "
+                   "(default: the platform's accepted ones)")
     a.add_argument("--gold-lower-is-better", action="store_true",
                    help="pairwise gold holds ranks or groups (1 = best), not scores")
     a.add_argument("--seed", type=int, default=None)
