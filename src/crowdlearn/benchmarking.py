@@ -19,6 +19,8 @@ __all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores
 #: answer kind -> "module:function" ``(fitted estimator, answers) -> {metric: value}`` against
 #: the gold the answer table carries (imported on first use)
 TRUTH_SCORERS: dict[str, str] = {
+    "continuous": "crowdlearn.diagnostics.continuous_metrics:truth_report",
+    "multilabel": "crowdlearn.diagnostics.multilabel_metrics:truth_report",
     "pairwise": "crowdlearn.diagnostics.pairwise_metrics:ranking_report",
 }
 

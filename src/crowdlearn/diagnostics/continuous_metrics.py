@@ -18,7 +18,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from ..continuous.data import ContinuousAnswers
 
-__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "aligned"]
+__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "aligned", "truth_report"]
 
 
 def _as_series(obj: Any, what: str) -> pd.Series:
@@ -86,3 +86,12 @@ def continuous_scores(estimates: Any, gold: Any) -> dict[str, float]:
     return {"mae": mae(estimates, gold), "rmse": rmse(estimates, gold),
             "pearson": pearson(estimates, gold), "spearman": spearman(estimates, gold),
             "n": float(len(e))}
+
+
+def truth_report(estimator: Any, data: Any) -> dict[str, float]:
+    """:func:`continuous_scores` of a fitted continuous estimator against the gold its
+    :class:`~crowdlearn.continuous.data.ContinuousAnswers` carries."""
+    gold = data.truth_series()
+    if gold is None or not len(gold):
+        raise ValueError("the answers carry no truth")
+    return continuous_scores(estimator.estimates_, gold)

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..multilabel.data import parse_tag_sets
 
-__all__ = ["tag_indicator", "hamming_loss", "subset_accuracy", "micro_f1", "macro_f1"]
+__all__ = ["tag_indicator", "hamming_loss", "subset_accuracy", "micro_f1", "macro_f1", "truth_report"]
 
 
 def tag_indicator(sets: pd.Series, tags: Iterable[Hashable] | None = None,
@@ -73,3 +73,15 @@ def macro_f1(pred: Any, truth: Any, tags=None, delimiter: str = "|") -> float:
 
     a, b = _pair(pred, truth, tags, delimiter)
     return float(f1_score(b, a, average="macro", zero_division=0))
+
+
+def truth_report(estimator: Any, data: Any) -> dict[str, float]:
+    """Hamming loss, subset accuracy and micro/macro F1 of a fitted multi-label estimator
+    against the gold tag sets its :class:`~crowdlearn.multilabel.data.MultiLabelAnswers`
+    carries."""
+    gold = data.truth_series()
+    if gold is None or not len(gold):
+        raise ValueError("the answers carry no truth")
+    pred, tags = estimator.labels_, list(data.tags)
+    return {"hamming_loss": hamming_loss(pred, gold, tags), "subset_accuracy": subset_accuracy(pred, gold, tags),
+            "micro_f1": micro_f1(pred, gold, tags), "macro_f1": macro_f1(pred, gold, tags)}
