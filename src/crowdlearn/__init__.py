@@ -21,6 +21,9 @@ _LAZY_MODULES = {
     "aggregation": "aggregation", "datasets": "datasets", "diagnostics": "diagnostics",
     "learning": "learning", "mmlc": "mmlc", "report": "report", "simulate": "simulate",
     "testing": "testing", "io": "io", "kernels": "core.kernels", "metrics": "diagnostics.metrics",
+    # the answer kinds beyond class labels, one package each
+    "continuous": "continuous", "ordinal": "ordinal", "multilabel": "multilabel",
+    "pairwise": "pairwise", "similarity": "similarity",
 }
 _LAZY_FUNCTIONS = {"detect_spammers": "diagnostics.detection", "detect_adversaries": "diagnostics.detection"}
 

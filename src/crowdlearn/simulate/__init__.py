@@ -9,12 +9,19 @@
   :func:`maxmig_structures`).
 * :mod:`~crowdlearn.simulate.features`: items with features (:func:`class_features`,
   :func:`annotate`, :func:`instance_outliers`).
+* the other answer kinds, each with planted truth and planted worker parameters:
+  :func:`continuous_crowd`, :func:`ordinal_crowd`, :func:`multilabel_crowd`,
+  :func:`pairwise_crowd` and :func:`preference_crowd`.
 
 Every generator is a call into :func:`crowd`; the same seed gives the same output.
 """
 
 from . import features  # noqa: F401
 from .assignment import assign_workers
+from .continuous import continuous_crowd
+from .multilabel import multilabel_crowd
+from .ordinal import ordinal_crowd
+from .pairwise import pairwise_crowd, preference_crowd
 from .crowds import Planted, SimulatedLabels, crowd
 from .features import annotate, class_features, instance_outliers, outlier_classes
 from .scenarios import dawid_skene, hammer_spammer, maxmig_structures, one_coin, sparse_regular
@@ -28,14 +35,19 @@ __all__ = [
     "annotate",
     "assign_workers",
     "class_features",
+    "continuous_crowd",
     "crowd",
     "dawid_skene",
     "features",
     "hammer_spammer",
     "instance_outliers",
     "maxmig_structures",
+    "multilabel_crowd",
     "one_coin",
     "one_coin_confusions",
+    "ordinal_crowd",
     "outlier_classes",
+    "pairwise_crowd",
+    "preference_crowd",
     "sparse_regular",
 ]
