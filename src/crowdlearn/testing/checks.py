@@ -93,15 +93,7 @@ def _uses_features(est: Any) -> bool:
 
 
 def crowd_for(est: Any, seed: int = 0, **kwargs: Any) -> CrowdLabels:
-    """The toy crowd of :func:`~crowdlearn.testing.data.toy_crowd` suited to ``est``'s tags;
-    for a method of an answer kind with a :class:`~crowdlearn.testing.kinds.KindSpec`, that
-    kind's toy answers (so the shared checks, e.g. ``check_clone_and_params``, fit it on its
-    own kind of data)."""
-    from .kinds import KIND_SPECS, kind_spec  # kinds imports this module
-
-    kind = get_tags(est).kind
-    if kind in KIND_SPECS:
-        return kind_spec(kind).toy(seed)
+    """The toy crowd of :func:`~crowdlearn.testing.data.toy_crowd` suited to ``est``'s tags."""
     kwargs.setdefault("n_classes", 2 if get_tags(est).binary_only else 3)
     return toy_crowd(seed=seed, features=_uses_features(est), **kwargs)
 
