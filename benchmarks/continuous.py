@@ -1,0 +1,141 @@
+"""Continuous answers: every registered continuous method on the real sets, on synthetic
+crowds, and its time at 10^6 answers.
+
+Three tables, each written to its own RESULTS.md section with ``--write-results``:
+
+* ``continuous-accuracy``: MAE, RMSE, Pearson and Spearman against the gold on
+  ``snow_emotion`` (700 tasks, 38 workers), ``movie_reviews`` (the 1,500 training reviews
+  with crowd answers; the 3,506 test reviews have no answers) and ``snow_wordsim`` (gold on a
+  0-4 scale against answers on 0-10: correlations only).  Every method with its defaults.
+* ``continuous-synthetic``: MAE against the planted truth on
+  :func:`crowdlearn.simulate.continuous.continuous_crowd` crowds (1,000 tasks, 50 workers,
+  5 answers per task, 100 per worker), mean over seeds, in three scenarios; the rows
+  ``gaussian-em (scale=False)`` document the choice of ``GaussianEM``'s default.
+* ``continuous-speed``: process CPU seconds of one fit at 10^6 answers (200,000 tasks,
+  2,000 workers, 5 answers per task), after building the table.
+
+Usage::
+
+    python benchmarks/continuous.py [--write-results] [--seeds 3] [--speed-answers 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from results_md import markdown_table, write_section  # noqa: E402
+
+import crowdlearn  # noqa: E402
+from crowdlearn.continuous.data import load_continuous_folder  # noqa: E402
+from crowdlearn.diagnostics.continuous_metrics import continuous_scores  # noqa: E402
+from crowdlearn.simulate.continuous import continuous_crowd  # noqa: E402
+
+DATA = HERE.parent.parent / "shared" / "data"
+METHODS = list(crowdlearn.methods(kind="continuous"))
+REAL = {"snow_emotion": True, "movie_reviews": True, "snow_wordsim": False}  # absolute scale?
+SCENARIOS = {
+    "unit scales, bias +-0.5, noise 0.2-1.5": dict(),
+    "scales 0.6-1.4": dict(scale=(0.6, 1.4)),
+    "scales 0.6-1.4, 20% spammers": dict(scale=(0.6, 1.4), spammer_fraction=0.2),
+}
+
+
+def _variants():
+    for name in METHODS:
+        yield name, crowdlearn.get_method(name)()
+    yield "gaussian-em (scale=False)", crowdlearn.get_method("gaussian-em")(scale=False)
+
+
+def accuracy_table() -> str:
+    rows = []
+    for set_name, absolute in REAL.items():
+        folder = DATA / set_name
+        if not (folder / "labels.csv").exists():
+            print(f"skipping {set_name}: {folder} missing", file=sys.stderr)
+            continue
+        data = load_continuous_folder(folder)
+        for name in METHODS:
+            t0 = time.process_time()
+            est = crowdlearn.get_method(name)().fit(data)
+            cpu = time.process_time() - t0
+            s = continuous_scores(est, data)
+            rows.append({"set": set_name, "method": name,
+                         "MAE": s["mae"] if absolute else np.nan,
+                         "RMSE": s["rmse"] if absolute else np.nan,
+                         "Pearson": s["pearson"], "Spearman": s["spearman"],
+                         "fit s": cpu})
+    df = pd.DataFrame(rows)
+    parts = []
+    for set_name, block in df.groupby("set", sort=False):
+        best = block.loc[block["MAE"].idxmin(), "method"] if block["MAE"].notna().any() else None
+        note = f" (lowest MAE: {best})" if best else " (gold on another scale: correlations only)"
+        parts.append(f"**{set_name}**{note}\n\n"
+                     + markdown_table(block.drop(columns="set").set_index("method"), floatfmt=".4f"))
+    return "\n\n".join(parts)
+
+
+def synthetic_table(seeds: int) -> str:
+    out = {}
+    for label, kw in SCENARIOS.items():
+        maes: dict[str, list[float]] = {}
+        for seed in range(seeds):
+            data, _ = continuous_crowd(1000, 50, 5, seed=seed, **kw)
+            for name, est in _variants():
+                maes.setdefault(name, []).append(continuous_scores(est.fit(data), data)["mae"])
+        out[label] = {name: float(np.mean(v)) for name, v in maes.items()}
+    df = pd.DataFrame(out)
+    df.index.name = "method"
+    return (f"MAE against the planted truth (truth sd 1), mean of {seeds} seeds; 1,000 tasks, "
+            "50 workers, 5 answers per task (regular design, 100 answers per worker).\n\n"
+            + markdown_table(df, floatfmt=".4f"))
+
+
+def speed_table(n_answers: int) -> str:
+    per_task = 5
+    n_tasks = n_answers // per_task
+    data, _ = continuous_crowd(n_tasks, 2000, per_task, assignment="random", seed=0,
+                               scale=(0.6, 1.4), spammer_fraction=0.1)
+    rows = []
+    for name in METHODS:
+        est = crowdlearn.get_method(name)()
+        t0, w0 = time.process_time(), time.perf_counter()
+        est.fit(data)
+        rows.append({"method": name, "answers": data.n_answers, "cpu s": time.process_time() - t0,
+                     "wall s": time.perf_counter() - w0, "rounds": est.n_iter_,
+                     "converged": est.converged_})
+    df = pd.DataFrame(rows).set_index("method")
+    return (f"One fit, {data.n_answers:,} answers ({n_tasks:,} tasks x {per_task}, 2,000 "
+            "workers, random design), defaults, one core.\n\n" + markdown_table(df, floatfmt=".2f"))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--write-results", action="store_true")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--speed-answers", type=int, default=1_000_000)
+    p.add_argument("--skip-speed", action="store_true")
+    args = p.parse_args()
+    acc = accuracy_table()
+    print(acc, "\n")
+    syn = synthetic_table(args.seeds)
+    print(syn, "\n")
+    speed = None if args.skip_speed else speed_table(args.speed_answers)
+    if speed:
+        print(speed)
+    if args.write_results:
+        write_section("continuous-accuracy", acc)
+        write_section("continuous-synthetic", syn)
+        if speed:
+            write_section("continuous-speed", speed)
+
+
+if __name__ == "__main__":
+    main()
