@@ -13,7 +13,8 @@ from crowdlearn.continuous.data import ContinuousAnswers, load_continuous_folder
 from crowdlearn.continuous.gaussian_em import GaussianEM
 from crowdlearn.continuous.location import Mean, Median, TrimmedMean
 from crowdlearn.core.base import get_tags
-from crowdlearn.diagnostics.continuous_metrics import continuous_scores, mae, rmse, spearman
+from crowdlearn.diagnostics.continuous_metrics import (continuous_scores, mae, rmse, spearman,
+                                                       truth_report)
 from crowdlearn.simulate.continuous import continuous_crowd
 
 #: the methods on answers alone (the end-to-end heads: tests/test_continuous_learning.py)
@@ -211,3 +212,16 @@ def test_snow_wordsim_rank_correlation():
     data = _real("snow_wordsim")
     for m in METHODS:
         assert spearman(cl.get_method(m)().fit(data), data) > 0.85
+
+
+def test_metrics_by_hand_and_truth_report():
+    est = pd.Series({"a": 1.0, "b": 2.0, "c": 4.0, "d": 9.0})
+    gold = pd.Series({"a": 1.0, "b": 3.0, "c": 3.0, "z": 0.0})  # d without gold, z not estimated
+    assert mae(est, gold) == pytest.approx(2 / 3)
+    assert rmse(est, gold) == pytest.approx(np.sqrt(2 / 3))
+    assert spearman(est, gold) == pytest.approx(0.866, abs=1e-3)
+    data, _ = continuous_crowd(50, 10, 3, seed=0)
+    report = truth_report(Mean().fit(data), data)
+    assert set(report) == {"mae", "rmse", "pearson", "spearman"}
+    with pytest.raises(ValueError, match="no truth"):
+        truth_report(Mean().fit(data), data.with_truth(None))

@@ -18,7 +18,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from ..continuous.data import ContinuousAnswers
 
-__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "aligned"]
+__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "truth_report", "aligned"]
 
 
 def _as_series(obj: Any, what: str) -> pd.Series:
@@ -86,3 +86,12 @@ def continuous_scores(estimates: Any, gold: Any) -> dict[str, float]:
     return {"mae": mae(estimates, gold), "rmse": rmse(estimates, gold),
             "pearson": pearson(estimates, gold), "spearman": spearman(estimates, gold),
             "n": float(len(e))}
+
+
+def truth_report(estimator: Any, data: ContinuousAnswers) -> dict[str, float]:
+    """``{"mae", "rmse", "pearson", "spearman"}`` of a fitted continuous estimator against the
+    gold its answer table carries (the scorer of ``crowdlearn aggregate --gold`` and the
+    benchmarks); ``ValueError`` when the table has no gold."""
+    scores = continuous_scores(estimator, data)
+    scores.pop("n")
+    return scores
