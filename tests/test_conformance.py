@@ -29,12 +29,7 @@ QUICK: dict[str, dict] = {
 
 # checks that fail today for a known reason, to be removed once the fix is merged:
 # {(registry name, check name): reason}
-_CLASS_LABEL_DATA = ("testing.kinds runs checks.check_clone_and_params, which fits on class labels "
-                     "(checks.crowd_for); pairwise methods run check_params_on_comparisons instead")
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    (name, "check_clone_and_params"): _CLASS_LABEL_DATA
-    for name in ("bt", "thurstone", "crowd-bt", "noisy-bt")
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(autouse=True)

@@ -94,6 +94,7 @@ REGISTRY: dict[str, Entry] = {
     "gaussian-em": Entry(_CONT, "crowdlearn.continuous.gaussian_em:GaussianEM"),
     "catd": Entry(_CONT, "crowdlearn.continuous.catd:CATD"),
     "lrs-moments": Entry(_CONT, "crowdlearn.continuous.lrs_moments:LRSMoments"),
+    "crowd-layer-regression": Entry(_CONT, "crowdlearn.learning.crowd_layer_regression:CrowdLayerRegression"),
 
     # ---- ordinal: one of K ordered classes per answer
     "ordinal-cumulative": Entry(_ORD, "crowdlearn.ordinal.cumulative:OrdinalCumulative"),

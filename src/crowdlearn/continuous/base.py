@@ -50,6 +50,8 @@ class ContinuousFit(NamedTuple):
     converged: bool = True
     #: further per-worker arrays, set as ``worker_<name>_`` Series (e.g. CATD's weights)
     worker_extra: dict | None = None
+    #: False when the method estimates tasks without answers itself (from item features)
+    prior_for_unanswered: bool = True
 
 
 # ------------------------------------------------------------------- shared statistics
@@ -137,7 +139,7 @@ class ContinuousEstimator(AnswerEstimator):
 
     Every task of the input is in the result: a task without answers gets the mean of all
     answers as its estimate and their standard deviation as its standard error (the
-    population a task is drawn from); gold tasks are clamped to their value with standard
+    population a task is drawn from), unless the method predicts it from item features; gold tasks are clamped to their value with standard
     error 0 (methods with a worker model also learn from them).
     """
 
@@ -162,9 +164,10 @@ class ContinuousEstimator(AnswerEstimator):
         fitted = self._fit(data, gold_values)
         est = np.array(fitted.estimate, dtype=np.float64)
         se = np.array(fitted.stderr, dtype=np.float64)
-        empty = data.answers_per_task() == 0
-        mean, spread = answer_spread(data)
-        est[empty], se[empty] = mean, spread
+        if fitted.prior_for_unanswered:
+            empty = data.answers_per_task() == 0
+            mean, spread = answer_spread(data)
+            est[empty], se[empty] = mean, spread
         known = np.isfinite(gold_values)
         est[known], se[known] = gold_values[known], 0.0
         if not (np.all(np.isfinite(est)) and np.all(np.isfinite(se))):

@@ -43,6 +43,13 @@ def to_numbers(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
+def _show(value: Any) -> str:
+    """A value for an error message: text quoted, numbers (numpy's too) as written."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
 class ContinuousAnswers:
     """Numeric crowd answers as an immutable, integer-coded long table sorted by task.
 
@@ -165,8 +172,9 @@ class ContinuousAnswers:
         g = g[g.notna().to_numpy()]
         values, bad = to_numbers(g)
         if bad.any():
-            raise ValueError(f"gold value {g.iloc[int(np.argmax(bad))]!r} of task "
-                             f"{g.index[int(np.argmax(bad))]!r} is not a finite number")
+            first = int(np.argmax(bad))
+            raise ValueError(f"gold value {_show(g.iloc[first])} of task {_show(g.index[first])} "
+                             "is not a finite number")
         pos = self.tasks.get_indexer(g.index)
         ok = pos >= 0
         out[pos[ok]] = values[ok]
@@ -240,8 +248,7 @@ class ContinuousAnswers:
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
         values, bad = to_numbers(df[label])
         if bad.any():
-            first = df[label].iloc[int(np.argmax(bad))]
-            first = repr(first) if isinstance(first, str) else str(first)
+            first = _show(df[label].iloc[int(np.argmax(bad))])
             raise ValueError(f"column '{label}' must hold finite numbers: {first} at "
                              f"{row_list(bad, first_line)}")
         if all_tasks is not None:

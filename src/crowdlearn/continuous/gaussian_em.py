@@ -56,9 +56,10 @@ class GaussianEM(ContinuousEstimator):
     Parameters
     ----------
     scale : bool
-        Fit a per-worker scale :math:`s_w` (else :math:`s_w = 1`).  Default True: on
-        synthetic crowds with planted scales in [0.6, 1.4] or spammers it is far better, and
-        on crowds with unit scales it costs little (benchmarks/continuous.py).
+        Fit a per-worker scale :math:`s_w` (else :math:`s_w = 1`).  Default True, chosen on
+        synthetic crowds (benchmarks/RESULTS.md, section continuous-synthetic): a spammer's
+        scale goes to 0, which silences it, and with unit scales the extra parameter costs
+        little.
     bias_prior, scale_prior, noise_prior : float >= 0
         Pseudo-counts of the priors above.
     max_iter : int

@@ -18,7 +18,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from ..continuous.data import ContinuousAnswers
 
-__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "aligned", "truth_report"]
+__all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "truth_report", "aligned"]
 
 
 def _as_series(obj: Any, what: str) -> pd.Series:
@@ -88,10 +88,10 @@ def continuous_scores(estimates: Any, gold: Any) -> dict[str, float]:
             "n": float(len(e))}
 
 
-def truth_report(estimator: Any, data: Any) -> dict[str, float]:
-    """:func:`continuous_scores` of a fitted continuous estimator against the gold its
-    :class:`~crowdlearn.continuous.data.ContinuousAnswers` carries."""
-    gold = data.truth_series()
-    if gold is None or not len(gold):
-        raise ValueError("the answers carry no truth")
-    return continuous_scores(estimator.estimates_, gold)
+def truth_report(estimator: Any, data: ContinuousAnswers) -> dict[str, float]:
+    """``{"mae", "rmse", "pearson", "spearman"}`` of a fitted continuous estimator against the
+    gold its answer table carries (the scorer of ``crowdlearn aggregate --gold`` and the
+    benchmarks); ``ValueError`` when the table has no gold."""
+    scores = continuous_scores(estimator, data)
+    scores.pop("n")
+    return scores

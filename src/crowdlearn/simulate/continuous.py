@@ -83,6 +83,8 @@ def continuous_crowd(
     scale: Any = 1.0,
     noise: Any = (0.2, 1.5),
     spammer_fraction: float = 0.0,
+    n_features: int = 0,
+    feature_noise: float = 0.5,
     seed: Any = 0,
 ) -> tuple[ContinuousAnswers, PlantedContinuous]:
     """Draw a continuous crowd with planted truth and worker parameters.
@@ -102,6 +104,12 @@ def continuous_crowd(
         ``bias`` and ``noise`` are in units of ``truth_sd``.
     spammer_fraction : float in [0, 1)
         Share of workers (rounded down) that answer independently of the task.
+    n_features : int
+        Item features to attach (end-to-end regression): ``x_t = (z_t - mu) / tau * u +
+        feature_noise * N(0, I)`` for a random unit vector ``u``, so a linear model of the
+        features predicts the truth up to the feature noise.  0: no features.
+    feature_noise : float >= 0
+        Standard deviation of the features' noise.
     seed : int, Generator or None
 
     Returns
@@ -128,6 +136,12 @@ def continuous_crowd(
     # a spammer's answers do not depend on the task: scale 0, centred on the truths' mean
     s[spammer], b[spammer], sigma[spammer] = 0.0, truth_mean, truth_sd
     values = s[worker] * truth[task] + b[worker] + sigma[worker] * rng.standard_normal(len(task))
+    features = None
+    if n_features:
+        u = rng.standard_normal(int(n_features))
+        u /= np.linalg.norm(u)
+        signal = (truth - truth_mean) / truth_sd
+        features = signal[:, None] * u + feature_noise * rng.standard_normal((n_tasks, int(n_features)))
     answers = ContinuousAnswers.from_codes(task, worker, values, n_tasks=n_tasks,
-                                           n_workers=n_workers, truth=truth)
+                                           n_workers=n_workers, truth=truth, features=features)
     return answers, PlantedContinuous(truth=truth, bias=b, scale=s, noise=sigma, spammer=spammer)

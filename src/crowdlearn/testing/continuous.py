@@ -3,7 +3,13 @@
 
 Toy data: :func:`crowdlearn.simulate.continuous.continuous_crowd` with 80 tasks, 16 workers,
 5 answers per task (400 answers, 25 per worker), planted biases in +-0.5, noise 0.2-1.2
-(in units of the truth's spread).
+(in units of the truth's spread), and 4 item features that predict the truth up to noise 0.3
+(for the end-to-end heads, tag ``requires_features``; the other methods ignore them).
+
+Methods tagged ``stochastic`` (trained networks) skip the checks that compare numbers across
+different inputs (renaming, affine maps): their training shuffles by position, so those
+inputs give other, equally good fits; the generic checks hold them to determinism under a
+seed and to the quality floor.
 
 Quality: the skill of the estimates over the constant guess,
 ``1 - MAE(estimates) / MAE(mean of the truths)``.  Unlike a rank correlation it sees a
@@ -25,10 +31,12 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..continuous.data import ContinuousAnswers
+from ..core.base import get_tags
 from .checks import describe, registered_name
 from .kinds import KindSpec
 
-__all__ = ["SPEC", "toy", "quality", "NOT_AFFINE_EQUIVARIANT", "check_renaming_invariance",
+__all__ = ["SPEC", "toy", "quality", "NOT_AFFINE_EQUIVARIANT", "check_params_on_answers",
+           "check_renaming_invariance",
            "check_affine_equivariance", "check_task_without_answers", "check_gold_clamped",
            "check_frame_input"]
 
@@ -41,7 +49,8 @@ def toy(seed: int) -> ContinuousAnswers:
     """400 answers of 16 workers on 80 tasks (see the module docstring)."""
     from ..simulate.continuous import continuous_crowd
 
-    answers, _ = continuous_crowd(80, 16, 5, bias=(-0.5, 0.5), noise=(0.2, 1.2), seed=seed)
+    answers, _ = continuous_crowd(80, 16, 5, bias=(-0.5, 0.5), noise=(0.2, 1.2), n_features=4,
+                                  feature_noise=0.3, seed=seed)
     return answers
 
 
@@ -57,9 +66,29 @@ def _tol(frame: pd.DataFrame) -> float:
     return 1e-6 * max(float(frame["estimate"].abs().max()), 1.0)
 
 
+def check_params_on_answers(est) -> None:
+    """``get_params`` holds the constructor arguments, ``clone`` round-trips them and a fit
+    on continuous answers leaves them unchanged (``check_clone_and_params`` on this kind's
+    data)."""
+    who = describe(est)
+    params = est.get_params(deep=False)
+    assert set(params) == set(type(est)._get_param_names()), (
+        f"{who}: get_params keys {sorted(params)} != __init__ args")
+    fitted = clone(est).fit(toy(0))
+    after = fitted.get_params(deep=False)
+    assert after.keys() == params.keys() and all(
+        after[k] is params[k] or after[k] == params[k] for k in params), (
+        f"{who}: fit changed its hyper-parameters")
+    default = type(est)().get_params(deep=False)
+    if "random_state" in default:
+        assert default["random_state"] == 0, f"{who}: default random_state is not 0"
+
+
 def check_renaming_invariance(est) -> None:
     """New task and worker ids (another sort order) and shuffled rows permute the result and
     change nothing else."""
+    if get_tags(est).stochastic:
+        return
     who = describe(est)
     data = toy(0)
     frame = data.to_frame()
@@ -79,13 +108,13 @@ def check_renaming_invariance(est) -> None:
 
 def check_affine_equivariance(est) -> None:
     """Answers ``a x + b`` (a = -2.5, b = 7) give estimates ``a e + b`` and errors ``|a| se``."""
-    if registered_name(est) in NOT_AFFINE_EQUIVARIANT:
+    if registered_name(est) in NOT_AFFINE_EQUIVARIANT or get_tags(est).stochastic:
         return
     who = describe(est)
     data = toy(0)
     a, b = -2.5, 7.0
     moved = ContinuousAnswers(data.task, data.worker, a * data.value + b, data.tasks,
-                              data.workers, truth=a * data.truth + b)
+                              data.workers, truth=a * data.truth + b, features=data.features)
     base = clone(est).fit(data).result_frame()
     other = clone(est).fit(moved).result_frame()
     tol = abs(a) * _tol(base) * 10
@@ -96,15 +125,20 @@ def check_affine_equivariance(est) -> None:
 
 
 def check_task_without_answers(est) -> None:
-    """A task listed through ``all_tasks`` without answers is in the result, with the mean
-    of the answers as estimate and a finite, positive standard error."""
+    """A task listed through ``all_tasks`` without answers is in the result, with a finite,
+    positive standard error and, unless the method predicts it from features, the mean of
+    the answers as estimate."""
     who = describe(est)
-    frame = toy(0).to_frame()
-    data = ContinuousAnswers.from_frame(frame, all_tasks=[-1] + list(frame["task"].unique()))
+    toy_data = toy(0)
+    frame = toy_data.to_frame()
+    feats = pd.DataFrame(toy_data.features, index=toy_data.tasks)
+    feats.loc[-1] = 0.0
+    data = ContinuousAnswers.from_frame(frame, all_tasks=[-1] + list(frame["task"].unique()),
+                                        features=feats)
     result = clone(est).fit(data).result_frame().set_index("task")
     assert -1 in result.index, f"{who}: the task without answers is missing from the result"
     row = result.loc[-1]
-    assert np.isclose(row["estimate"], frame["label"].mean()), (
+    assert get_tags(est).requires_features or np.isclose(row["estimate"], frame["label"].mean()), (
         f"{who}: the task without answers got {row['estimate']:.4g}, not the answers' mean")
     assert np.isfinite(row["stderr"]) and row["stderr"] > 0, (
         f"{who}: the task without answers has standard error {row['stderr']!r}")
@@ -122,7 +156,10 @@ def check_gold_clamped(est) -> None:
 
 
 def check_frame_input(est) -> None:
-    """``fit(DataFrame)`` with the default columns equals ``fit(ContinuousAnswers)``."""
+    """``fit(DataFrame)`` with the default columns equals ``fit(ContinuousAnswers)`` (methods
+    without features: a frame carries none)."""
+    if get_tags(est).requires_features:
+        return
     who = describe(est)
     data = toy(0)
     a = clone(est).fit(data).result_frame()
@@ -135,6 +172,6 @@ SPEC = KindSpec(
     units=lambda answers: answers.tasks,
     quality=quality,
     floor=0.5,
-    extra=(check_renaming_invariance, check_affine_equivariance, check_task_without_answers,
+    extra=(check_params_on_answers, check_renaming_invariance, check_affine_equivariance, check_task_without_answers,
            check_gold_clamped, check_frame_input),
 )

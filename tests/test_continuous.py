@@ -1,0 +1,244 @@
+"""Continuous answers: the answer table, the methods' recovery of planted parameters, accuracy
+on the real sets (snow_emotion, movie_reviews, snow_wordsim) and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import SHARED_DATA, skip_missing
+
+import crowdlearn as cl
+from crowdlearn.continuous.data import ContinuousAnswers, load_continuous_folder
+from crowdlearn.continuous.gaussian_em import GaussianEM
+from crowdlearn.continuous.location import Mean, Median, TrimmedMean
+from crowdlearn.core.base import get_tags
+from crowdlearn.diagnostics.continuous_metrics import (continuous_scores, mae, rmse, spearman,
+                                                       truth_report)
+from crowdlearn.simulate.continuous import continuous_crowd
+
+#: the methods on answers alone (the end-to-end heads: tests/test_continuous_learning.py)
+METHODS = sorted(name for name, cls in cl.methods(kind="continuous").items()
+                 if not get_tags(cls).requires_features)
+
+
+def _corr(a, b) -> float:
+    return float(np.corrcoef(np.asarray(a, float), np.asarray(b, float))[0, 1])
+
+
+# ------------------------------------------------------------------------ the answer table
+def test_table_reads_numbers_written_as_text(tmp_path):
+    (tmp_path / "a.csv").write_text("task,worker,label\nx,w1,4.00\nx,w2, 7\ny,w1,1e-1\n")
+    data = ContinuousAnswers.from_csv(tmp_path / "a.csv", truth={"x": "4.00", "y": np.nan})
+    assert data.value.dtype == np.float64 and sorted(data.value) == [0.1, 4.0, 7.0]
+    assert data.truth_series().to_dict() == {"x": 4.0}  # NaN = unknown
+    assert (data.n_tasks, data.n_workers, data.n_answers) == (2, 2, 3)
+    assert not data.value.flags.writeable and not data.task.flags.writeable
+    back = data.to_frame()
+    assert list(back.columns) == list(ContinuousAnswers.ROLES)
+    assert "ContinuousAnswers(answers=3, tasks=2, workers=2, gold=1)" == repr(data)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "tsv", "parquet"])
+def test_table_other_formats(tmp_path, fmt):
+    df = pd.DataFrame({"task": ["x", "x", "y"], "worker": ["a", "b", "a"], "label": [1.5, 2.0, 3.0]})
+    path = tmp_path / f"a.{fmt}"
+    if fmt == "jsonl":
+        df.to_json(path, orient="records", lines=True)
+    elif fmt == "tsv":
+        df.to_csv(path, sep="\t", index=False)
+    else:
+        pytest.importorskip("pyarrow")
+        df.to_parquet(path)
+    reader = ContinuousAnswers.from_parquet if fmt == "parquet" else ContinuousAnswers.from_csv
+    data = reader(path)
+    pd.testing.assert_frame_equal(data.to_frame(), df)
+
+
+def test_snow_wordsim_gold_reads():
+    folder = SHARED_DATA / "snow_wordsim"
+    skip_missing(folder)
+    data = load_continuous_folder(folder)
+    assert np.isfinite(data.truth).all() and data.truth.max() == pytest.approx(3.94, abs=0.1)
+
+
+@pytest.mark.parametrize("cell, shown", [("abc", "'abc'"), ("inf", "'inf'"), ("nan", "'nan'"),
+                                         ("", None)])
+def test_non_numeric_answer_names_its_line(tmp_path, cell, shown):
+    (tmp_path / "a.csv").write_text(f"task,worker,label\nx,w1,1\nx,w2,{cell}\n")
+    with pytest.raises(ValueError, match="line 3") as err:
+        ContinuousAnswers.from_csv(tmp_path / "a.csv")
+    if shown:
+        assert shown in str(err.value)
+
+
+def test_bad_frames_are_refused():
+    df = pd.DataFrame({"task": [1, 2, 3], "worker": ["a", "b", "a"], "label": [1.0, np.inf, 2.0]})
+    with pytest.raises(ValueError, match=r"finite numbers: inf at row position 1"):
+        ContinuousAnswers.from_frame(df)
+    with pytest.raises(ValueError, match="finite numbers"):
+        ContinuousAnswers.from_frame(df.assign(label=[True, False, True]))
+    with pytest.raises(ValueError, match=r"missing value in column 'worker' at row position 2"):
+        ContinuousAnswers.from_frame(df.assign(label=1.0, worker=["a", "b", None]))
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
+        ContinuousAnswers.from_frame(df.drop(columns="label"))
+    with pytest.raises(ValueError, match="empty"):
+        ContinuousAnswers.from_frame(df.iloc[:0])
+    with pytest.raises(ValueError, match="gold value 'high' of task 1"):
+        ContinuousAnswers.from_frame(df.assign(label=1.0), truth={1: "high"})
+    with pytest.raises(TypeError, match="ContinuousAnswers or a DataFrame"):
+        Mean().fit([(1, "a", 2.0)])
+
+
+def test_bad_hyper_parameters_name_the_parameter():
+    data, _ = continuous_crowd(20, 5, 3, seed=0)
+    with pytest.raises(ValueError, match="trim must be a number in"):
+        TrimmedMean(trim=0.5).fit(data)
+    with pytest.raises(ValueError, match="noise_prior must be a finite number >= 0"):
+        GaussianEM(noise_prior=-1).fit(data)
+    with pytest.raises(ValueError, match="significance must be a number in"):
+        cl.get_method("catd")(significance=1.5).fit(data)
+    with pytest.raises(ValueError, match="min_shared must be a whole number >= 1"):
+        cl.get_method("lrs-moments")(min_shared=0).fit(data)
+
+
+def test_all_tasks_and_features():
+    df = pd.DataFrame({"task": ["a", "b"], "worker": [1, 2], "label": [1.0, 3.0]})
+    feats = pd.DataFrame([[0.0], [1.0], [2.0]], index=["a", "b", "c"])
+    data = ContinuousAnswers.from_frame(df, all_tasks=["c"], features=feats)
+    assert list(data.tasks) == ["a", "b", "c"] and data.answers_per_task().tolist() == [1, 1, 0]
+    assert data.features[:, 0].tolist() == [0.0, 1.0, 2.0]
+
+
+# ------------------------------------------------------------------ location estimates
+def test_location_estimates_by_hand():
+    df = pd.DataFrame({"task": ["a"] * 5 + ["b"] * 2,
+                       "worker": list("pqrst") + list("pq"),
+                       "label": [1.0, 2.0, 3.0, 4.0, 100.0, 5.0, 6.0]})
+    mean = Mean().fit(df).estimates_
+    median = Median().fit(df).estimates_
+    trimmed = TrimmedMean(trim=0.2).fit(df).estimates_
+    assert mean.to_dict() == {"a": 22.0, "b": 5.5}
+    assert median.to_dict() == {"a": 3.0, "b": 5.5}
+    assert trimmed.to_dict() == {"a": 3.0, "b": 5.5}  # one answer cut at each end of a
+
+
+# --------------------------------------------------------------- planted worker recovery
+def test_gaussian_em_recovers_planted_bias_noise_and_scale():
+    """100 answers per worker: correlations with the planted bias, noise and scale > 0.95."""
+    data, planted = continuous_crowd(1000, 50, 5, bias=(-1, 1), noise=(0.2, 1.5),
+                                     scale=(0.5, 1.5), seed=3)
+    em = GaussianEM().fit(data)
+    assert em.converged_
+    assert _corr(planted.bias, em.worker_bias_) > 0.95
+    assert _corr(planted.noise, em.worker_noise_) > 0.95
+    assert _corr(planted.scale, em.worker_scale_) > 0.9
+    assert mae(em, data) < 0.7 * mae(Mean().fit(data), data)
+
+
+def test_gaussian_em_at_20_answers_per_worker_is_near_the_oracle():
+    """With 20 answers per worker, the noise of a worker is known to ~1/sqrt(40) relative
+    error even with the truth in hand: the EM's recovery is compared with that oracle's
+    (per-worker residual spread around the planted truth and planted bias)."""
+    corr_b, corr_n, oracle_n = [], [], []
+    for seed in range(4):
+        data, p = continuous_crowd(200, 50, 5, bias=(-1.5, 1.5), noise=(0.2, 1.5), seed=seed)
+        em = GaussianEM(scale=False).fit(data)
+        resid = data.value - p.truth[data.task] - p.bias[data.worker]
+        n_w = data.answers_per_worker()
+        oracle = np.sqrt(np.bincount(data.worker, resid**2) / n_w)
+        corr_b.append(_corr(p.bias, em.worker_bias_))
+        corr_n.append(_corr(p.noise, em.worker_noise_))
+        oracle_n.append(_corr(p.noise, oracle))
+    assert np.mean(corr_b) > 0.95
+    assert np.mean(corr_n) > np.mean(oracle_n) - 0.05
+
+
+@pytest.mark.parametrize("name", ["gaussian-em", "catd", "lrs-moments"])
+def test_worker_models_beat_the_mean_with_spammers(name):
+    data, planted = continuous_crowd(3000, 50, 5, scale=(0.6, 1.4), spammer_fraction=0.2, seed=1)
+    est = cl.get_method(name)().fit(data)
+    assert mae(est, data) < 0.9 * mae(Mean().fit(data), data)
+    noise = est.worker_noise_.to_numpy()
+    if name != "catd":  # CATD has no scale: spammers show up as noise, not as scale 0
+        assert np.abs(est.worker_scale_[planted.spammer]).max() < 0.3
+
+
+def test_stderr_is_calibrated_for_the_gaussian_em():
+    data, _ = continuous_crowd(2000, 40, 5, seed=5)
+    em = GaussianEM().fit(data)
+    z = (em.estimates_.to_numpy() - data.truth) / em.stderr_.to_numpy()
+    assert 0.85 < np.std(z) < 1.15
+    assert np.mean(np.abs(z) < 1.96) > 0.92
+
+
+def test_gold_is_used_by_the_worker_model():
+    data, planted = continuous_crowd(300, 20, 3, bias=(-2, 2), seed=2)
+    gold = pd.Series(planted.truth[:100], index=data.tasks[:100])
+    without = GaussianEM().fit(data)
+    with_gold = GaussianEM().fit(data, gold=gold)
+    rest = data.tasks[100:]
+    truth = pd.Series(planted.truth, index=data.tasks)[rest]
+    assert mae(with_gold.estimates_[rest], truth) < mae(without.estimates_[rest], truth)
+    assert (with_gold.stderr_[data.tasks[:100]] == 0).all()
+
+
+# ------------------------------------------------------------------------- real sets
+def _real(name):
+    folder = SHARED_DATA / name
+    skip_missing(folder)
+    return load_continuous_folder(folder)
+
+
+def _scores(data):
+    return {m: continuous_scores(cl.get_method(m)().fit(data), data) for m in METHODS}
+
+
+def test_movie_reviews_best_method_beats_mean_and_median():
+    """The train split's crowd answers against the gold ratings (1,500 reviews)."""
+    scores = _scores(_real("movie_reviews"))
+    best = min(scores, key=lambda m: scores[m]["mae"])
+    for baseline in ("mean", "median"):
+        assert scores[best]["mae"] < 0.8 * scores[baseline]["mae"]
+        assert scores[best]["rmse"] < 0.8 * scores[baseline]["rmse"]
+
+
+def test_snow_emotion_methods_against_the_baselines():
+    """On snow_emotion no worker model beats the plain mean (the mean is within 2% of
+    every method; the Zheng et al. 2017 survey found the same on this set); the worker
+    models beat the median on both metrics."""
+    scores = _scores(_real("snow_emotion"))
+    for m in ("gaussian-em", "catd", "lrs-moments"):
+        assert scores[m]["mae"] < scores["median"]["mae"]
+        assert scores[m]["rmse"] < scores["median"]["rmse"]
+        assert scores[m]["mae"] < 1.06 * scores["mean"]["mae"]
+
+
+@pytest.mark.xfail(strict=True, reason="issue 14 acceptance not met on snow_emotion: no "
+                   "method beats the mean of the answers; even worker weights fitted on the "
+                   "gold gain only 1.5% MAE (benchmarks/RESULTS.md, continuous-accuracy)")
+def test_snow_emotion_best_method_beats_mean_and_median():
+    scores = _scores(_real("snow_emotion"))
+    best = min(scores, key=lambda m: scores[m]["mae"])
+    assert best not in ("mean", "median")
+    assert scores[best]["rmse"] < min(scores["mean"]["rmse"], scores["median"]["rmse"])
+
+
+def test_snow_wordsim_rank_correlation():
+    """Gold on another scale (0-4 vs answers 0-10): rank correlation only."""
+    data = _real("snow_wordsim")
+    for m in METHODS:
+        assert spearman(cl.get_method(m)().fit(data), data) > 0.85
+
+
+def test_metrics_by_hand_and_truth_report():
+    est = pd.Series({"a": 1.0, "b": 2.0, "c": 4.0, "d": 9.0})
+    gold = pd.Series({"a": 1.0, "b": 3.0, "c": 3.0, "z": 0.0})  # d without gold, z not estimated
+    assert mae(est, gold) == pytest.approx(2 / 3)
+    assert rmse(est, gold) == pytest.approx(np.sqrt(2 / 3))
+    assert spearman(est, gold) == pytest.approx(0.866, abs=1e-3)
+    data, _ = continuous_crowd(50, 10, 3, seed=0)
+    report = truth_report(Mean().fit(data), data)
+    assert set(report) == {"mae", "rmse", "pearson", "spearman"}
+    with pytest.raises(ValueError, match="no truth"):
+        truth_report(Mean().fit(data), data.with_truth(None))
