@@ -96,6 +96,8 @@ REGISTRY: dict[str, Entry] = {
     # ---- pairwise: which of two items wins (or a tie); score and rank per item
 
     # ---- similarity: whether two items belong together; a cluster per item
+    "symnmf": Entry(_SIM, "crowdlearn.similarity.symnmf:SymNMFClustering"),
+    "similarity-spectral": Entry(_SIM, "crowdlearn.similarity.spectral:SpectralSimilarity"),
 
 }
 
