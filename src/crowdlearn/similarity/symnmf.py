@@ -8,7 +8,7 @@ import numpy as np
 from .base import (SimilarityEstimator, agreement_reliability, mean_filled_operator,
                    pair_evidence, top_eigen)
 
-__all__ = ["SymNMFClustering", "procrustes_symnmf", "refine_observed"]
+__all__ = ["SymNMFClustering", "procrustes_symnmf", "refine_memberships"]
 
 
 def _procrustes(a: np.ndarray) -> np.ndarray:
@@ -90,10 +90,9 @@ class SymNMFClustering(SimilarityEstimator):
        sparse matrix and a rank-one one (linear in answers).  Further SVP steps with the
        ``1/p`` step amplify the noise of sparsely sampled pairs, so none are taken.
     3. *Symmetric NMF*: with the completion ``W W^T``, ``H = max(0, W Q)`` for the rotation
-       ``Q`` found by :func:`procrustes_symnmf` (Ibrahim and Fu 2021), then ``H`` refitted on
-       the observed pairs only, with a small weight on the pairs never asked
-       (:func:`refine_observed`); memberships are the rows of ``H`` normalised, clusters
-       their argmax.
+       ``Q`` found by :func:`procrustes_symnmf` (Ibrahim and Fu 2021); its rows, normalised,
+       start mean-field updates of the memberships on the observed pairs, with a weight on
+       the pairs never asked (:func:`refine_memberships`); clusters are the argmax.
     4. *Reliabilities*: each annotator's expected agreement with the current soft clustering
        (:func:`~crowdlearn.similarity.base.agreement_reliability`); coin-flipping annotators
        come out at 1/2 and get weight ``logit(1/2) = 0`` in step 1.
@@ -106,10 +105,10 @@ class SymNMFClustering(SimilarityEstimator):
     max_iter : int
         Rounds of steps 1-4 (stops earlier when the clusters and reliabilities settle).
     n_refine_iter : int
-        Sweeps of the observed-pairs SymNMF refit per round (0 = rotation only).
+        Mean-field sweeps per round (0 = the SymNMF rotation only).
     unobserved_weight : float
-        Weight ``mu`` of the pairs never asked, pulled towards "different" (see
-        :func:`refine_observed`).
+        Weight ``mu`` of the pairs never asked, each counted as a fraction of an average
+        "different" answer (see :func:`refine_memberships`).
     n_nmf_iter : int
         Procrustes iterations of the SymNMF step.
     n_restarts : int
@@ -131,8 +130,8 @@ class SymNMFClustering(SimilarityEstimator):
     triangles. NeurIPS.
     """
 
-    def __init__(self, n_clusters=None, max_iter=10, n_nmf_iter=100, n_refine_iter=20,
-                 unobserved_weight=0.1, n_restarts=2, reliability_prior=2.0, tol=1e-3,
+    def __init__(self, n_clusters=None, max_iter=10, n_nmf_iter=100, n_refine_iter=10,
+                 unobserved_weight=1.0, n_restarts=2, reliability_prior=2.0, tol=1e-3,
                  random_state=0):
         self.n_clusters = n_clusters
         self.max_iter = max_iter
@@ -160,8 +159,8 @@ class SymNMFClustering(SimilarityEstimator):
             target = 1.0 / (1.0 + np.exp(-(ev + np.log(share / (1 - share)))))
             w = self._complete(data, target, lo, hi, share, k)
             h = procrustes_symnmf(w, int(self.n_nmf_iter), rng=rng, n_restarts=int(self.n_restarts))
-            h = refine_observed(h, lo, hi, target, int(self.n_refine_iter),
-                                float(self.unobserved_weight))
+            h = refine_memberships(h, lo, hi, ev, int(self.n_refine_iter),
+                                   float(self.unobserved_weight))
             memb = _normalise(h, answered)
             new_rel = agreement_reliability(data, memb, float(self.reliability_prior))
             new_hard = np.argmax(memb, axis=1)
@@ -185,37 +184,39 @@ class SymNMFClustering(SimilarityEstimator):
         return w
 
 
-def refine_observed(h: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: np.ndarray,
-                    n_iter: int = 20, unobserved_weight: float = 0.1,
-                    damping: float = 0.5) -> np.ndarray:
-    r"""Symmetric NMF fitted on the observed pairs only, started from ``h``.
+def refine_memberships(h: np.ndarray, lo: np.ndarray, hi: np.ndarray, evidence: np.ndarray,
+                       n_iter: int = 10, unobserved_weight: float = 1.0,
+                       damping: float = 0.5) -> np.ndarray:
+    r"""Memberships refined on the observed pairs by mean-field updates, started from ``h``.
 
-    Minimises :math:`\sum_{(i,j) \in \Omega} (t_{ij} - h_i^\top h_j)^2
-    + \mu p \sum_{i,j} (h_i^\top h_j)^2` over :math:`H \ge 0`, where ``p`` is the sampling
-    rate of pairs, so ``mu`` (``unobserved_weight``) weighs every pair not asked as a small
-    fraction of an observed "different" (the last term is :math:`\mu p \|H^\top H\|_F^2`,
-    O(n K^2)).  Each sweep solves every row's K x K least-squares problem with the other rows
-    fixed (a Jacobi sweep of alternating least squares), clips it at zero, and moves half way
-    (``damping``) to avoid the oscillation of simultaneous symmetric updates.  O(|Omega| K^2)
-    per sweep.
+    Under the model (one-hot memberships, one-coin annotators) the log-likelihood of the
+    answers is :math:`\sum_{(i,j) \in \Omega} e_{ij} [c_i = c_j]` + const, with
+    :math:`e_{ij} = \sum_a \operatorname{logit}(r_{w_a}) (2 y_a - 1)` the pair's signed
+    evidence.  The mean-field update of item ``i``'s membership is
+    :math:`m_i \propto \exp(\sum_j e_{ij} m_j - \mu p \bar e \sum_j m_j)`: the second term
+    counts every pair never asked as ``mu`` times an average "different" (``p`` the sampling
+    rate, :math:`\bar e` the mean absolute evidence), which keeps all items from falling
+    into one cluster -- the same role as the small weight on unobserved entries in a
+    masked SymNMF fit.  All rows are updated together and moved ``1 - damping`` of the way,
+    against the oscillation of simultaneous updates.  O(|Omega| K) per sweep.
     """
     from .base import symmetric
 
     n, k = h.shape
-    if n_iter <= 0 or k == 0:
-        return h
+    total = h.sum(axis=1, keepdims=True)
+    m = np.where(total > 0, h / np.where(total > 0, total, 1.0), 1.0 / k)
+    if n_iter <= 0 or len(lo) == 0:
+        return m
     p = len(lo) / max(n * (n - 1) / 2, 1.0)
-    adj = symmetric(lo, hi, np.ones(len(lo)), n)
-    tmat = symmetric(lo, hi, target, n)
-    ridge = 1e-6 * np.eye(k)
+    emat = symmetric(lo, hi, evidence, n)
+    repulsion = unobserved_weight * p * float(np.mean(np.abs(evidence)))
     for _ in range(int(n_iter)):
-        outer = (h[:, :, None] * h[:, None, :]).reshape(n, k * k)
-        gram = h.T @ h
-        lhs = (adj @ outer).reshape(n, k, k) + unobserved_weight * p * gram + ridge
-        rhs = tmat @ h
-        new = np.maximum(np.linalg.solve(lhs, rhs[:, :, None])[:, :, 0], 0.0)
-        h = damping * h + (1.0 - damping) * new
-    return h
+        score = emat @ m - repulsion * m.sum(axis=0)
+        score -= score.max(axis=1, keepdims=True)
+        new = np.exp(score)
+        new /= new.sum(axis=1, keepdims=True)
+        m = damping * m + (1.0 - damping) * new
+    return m
 
 
 def _normalise(h: np.ndarray, answered: np.ndarray) -> np.ndarray:
