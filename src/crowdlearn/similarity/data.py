@@ -236,6 +236,7 @@ class SimilarityAnswers:
         bad = same_codes < 0
         if bad.any():
             first = df[same].to_numpy()[bad][0]
+            first = first.item() if isinstance(first, np.generic) else first
             raise ValueError(f"same must be 1/0, true/false or yes/no; got {first!r} at "
                              f"{row_list(bad, first_line)}")
 
