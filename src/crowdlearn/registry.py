@@ -98,6 +98,7 @@ REGISTRY: dict[str, Entry] = {
     # ---- similarity: whether two items belong together; a cluster per item
     "symnmf": Entry(_SIM, "crowdlearn.similarity.symnmf:SymNMFClustering"),
     "similarity-spectral": Entry(_SIM, "crowdlearn.similarity.spectral:SpectralSimilarity"),
+    "crowd-clustering": Entry(_SIM, "crowdlearn.learning.crowd_clustering:CrowdClustering"),
 
 }
 
