@@ -110,6 +110,9 @@ REGISTRY: dict[str, Entry] = {
     "noisy-bt": Entry(_PW, "crowdlearn.pairwise.noisy_bt:NoisyBT"),
 
     # ---- similarity: whether two items belong together; a cluster per item
+    "symnmf": Entry(_SIM, "crowdlearn.similarity.symnmf:SymNMFClustering"),
+    "similarity-spectral": Entry(_SIM, "crowdlearn.similarity.spectral:SpectralSimilarity"),
+    "crowd-clustering": Entry(_SIM, "crowdlearn.learning.crowd_clustering:CrowdClustering"),
 
 }
 

@@ -25,7 +25,7 @@ __all__ = [
 ROUND_COUNTS = frozenset({
     "max_iter", "n_iter", "inner_iter", "m_step_max_iter", "n_em_iter", "n_kl_iter",
     "n_power_iter", "n_restarts", "n_outer", "n_inner", "n_impute_iter", "n_nmf_iter",
-    "n_diag_iter",
+    "n_diag_iter", "n_refine_iter",
 })
 #: sizes of the worker-pair statistics of the moment methods (shared tasks a pair needs,
 #: partners and workers kept, matrix side): whole numbers >= 1
@@ -37,7 +37,8 @@ TOLERANCES = frozenset({"tol", "outer_tol", "eps"})
 #: Dirichlet / Beta pseudo-counts and smoothing constants: finite numbers >= 0
 PSEUDO_COUNTS = frozenset({
     "alpha", "beta", "diag_alpha", "prior_alpha", "alpha_diag", "alpha_off", "smoothing",
-    "strategy_prior", "bias_prior", "scale_prior", "noise_prior",
+    "strategy_prior", "bias_prior", "scale_prior", "noise_prior", "reliability_prior",
+    "unobserved_weight",
 })
 #: scales and variances that must be finite and > 0
 POSITIVE = frozenset({"lambda_worker", "lr_init", "alpha_prior_var", "log_beta_prior_var",

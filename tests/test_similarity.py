@@ -1,0 +1,193 @@
+"""Similarity annotations (crowdclustering): answer table, simulator, methods, metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn
+from crowdlearn.diagnostics.similarity_metrics import (adjusted_rand, clustering_scores, nmi,
+                                                       pairwise_f1)
+from crowdlearn.similarity import SimilarityAnswers
+from crowdlearn.similarity.base import estimate_n_clusters
+from crowdlearn.similarity.spectral import SpectralSimilarity
+from crowdlearn.similarity.symnmf import SymNMFClustering, procrustes_symnmf
+from crowdlearn.simulate.similarity import similarity_crowd
+
+
+def _truth(data):
+    return pd.Series(data.truth, index=data.items)
+
+
+# ------------------------------------------------------------------ acceptance (issue 14)
+@pytest.fixture(scope="module")
+def acceptance_crowd():
+    # 1,000 items, K = 5, 20% coin-flipping annotators; 40 answers per item = 20,000 answers
+    return similarity_crowd(n_items=1000, n_clusters=5, n_workers=50, answers_per_item=40,
+                            random_fraction=0.2, seed=11)
+
+
+@pytest.fixture(scope="module")
+def acceptance_fit(acceptance_crowd):
+    data, _ = acceptance_crowd
+    return SymNMFClustering(n_clusters=5).fit(data)
+
+
+def test_symnmf_reaches_ari_09_on_acceptance_crowd(acceptance_crowd, acceptance_fit):
+    data, planted = acceptance_crowd
+    assert adjusted_rand(planted.clusters, acceptance_fit.clusters_.to_numpy()) > 0.9
+
+
+def test_symnmf_beats_vote_spectral_baseline(acceptance_crowd, acceptance_fit):
+    data, planted = acceptance_crowd
+    base = SpectralSimilarity(n_clusters=5).fit(data)
+    ours = adjusted_rand(planted.clusters, acceptance_fit.clusters_.to_numpy())
+    theirs = adjusted_rand(planted.clusters, base.clusters_.to_numpy())
+    assert ours > theirs + 0.05
+
+
+def test_planted_reliability_recovered_and_random_annotators_flagged(acceptance_crowd,
+                                                                     acceptance_fit):
+    _, planted = acceptance_crowd
+    rel = acceptance_fit.worker_reliability_.to_numpy()
+    assert np.corrcoef(rel, planted.reliability)[0, 1] > 0.9
+    # every coin-flipper is below every reliable annotator, and near 1/2
+    assert rel[planted.random].max() < rel[~planted.random].min()
+    assert np.all(np.abs(rel[planted.random] - 0.5) < 0.05)
+
+
+def test_n_clusters_estimated_by_eigen_gap():
+    data, planted = similarity_crowd(n_items=1000, n_clusters=5, answers_per_item=100,
+                                     random_fraction=0.2, seed=2)
+    assert estimate_n_clusters(data) == 5
+    est = SymNMFClustering().fit(data)
+    assert est.n_clusters_ == 5
+    assert adjusted_rand(planted.clusters, est.clusters_.to_numpy()) > 0.95
+
+
+def test_registered_under_similarity_kind():
+    names = set(crowdlearn.methods(kind="similarity"))
+    assert {"symnmf", "similarity-spectral"} <= names
+
+
+def test_result_frame_columns_and_memberships(acceptance_fit, acceptance_crowd):
+    data, _ = acceptance_crowd
+    frame = acceptance_fit.result_frame()
+    assert list(frame.columns) == ["item", "cluster", "confidence"]
+    assert list(frame["item"]) == list(data.items)
+    memb = acceptance_fit.memberships_
+    np.testing.assert_allclose(memb.sum(axis=1), 1.0)
+    assert set(acceptance_fit.clusters_) == set(range(acceptance_fit.n_clusters_))
+    np.testing.assert_array_equal(memb.to_numpy().argmax(axis=1), acceptance_fit.clusters_)
+
+
+def test_dataframe_input_equals_table_input():
+    data, _ = similarity_crowd(n_items=80, n_clusters=3, answers_per_item=30, seed=4)
+    a = SymNMFClustering(n_clusters=3).fit(data).result_frame()
+    b = SymNMFClustering(n_clusters=3).fit(data.to_frame()).result_frame()
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_procrustes_symnmf_recovers_block_indicators():
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 4, size=200)
+    h_true = np.eye(4)[labels]
+    vals, vecs = np.linalg.eigh(h_true @ h_true.T)
+    w = vecs[:, -4:] * np.sqrt(vals[-4:])
+    h = procrustes_symnmf(w)
+    assert adjusted_rand(labels, h.argmax(axis=1)) == 1.0
+    np.testing.assert_allclose(h @ h.T, h_true @ h_true.T, atol=1e-6)
+
+
+# ------------------------------------------------------------------------- answer table
+def test_same_spellings_and_sides():
+    df = pd.DataFrame({"worker": ["u", "v", "u", "v"], "item_a": ["x", "y", "z", "x"],
+                       "item_b": ["y", "x", "x", "z"], "same": ["Yes", "0", "true", "NO"]})
+    data = SimilarityAnswers.from_frame(df, truth={"x": "A", "y": "A", "q": "B"})
+    assert list(data.same) == [1, 0, 1, 0]
+    assert list(data.items) == ["x", "y", "z"]  # one code per item, whichever side
+    assert data.n_items == 3 and list(data.truth) == [0, 0, -1]
+    lo, hi, code = data.pairs()
+    assert len(lo) == 2 and code[0] == code[1]  # (x, y) and (y, x) are one pair
+    back = SimilarityAnswers.from_frame(data.to_frame())
+    np.testing.assert_array_equal(back.same, data.same)
+    with pytest.raises(ValueError, match="read-only"):
+        data.same[0] = 0
+
+
+@pytest.mark.parametrize("column, values, message", [
+    ("item_b", ["y", "y", "x"], "compared with itself.*row position 1"),
+    ("same", ["yes", "maybe", 1], "'maybe' at row position 1"),
+    ("same", [1, 2, 0], "got 2 at row position 1"),
+])
+def test_bad_rows_are_named(column, values, message):
+    df = pd.DataFrame({"worker": ["a", "b", "c"], "item_a": ["x", "y", "z"],
+                       "item_b": ["y", "x", "x"], "same": [1, 0, 1]})
+    df[column] = values
+    with pytest.raises(ValueError, match=message):
+        SimilarityAnswers.from_frame(df)
+
+
+def test_bad_file_line_is_named(tmp_path):
+    path = tmp_path / "sim.csv"
+    path.write_text("worker,item_a,item_b,same\nw,a,b,1\nw,b,c,perhaps\n")
+    with pytest.raises(ValueError, match="line 3"):
+        SimilarityAnswers.from_csv(path)
+    path.write_text("worker,item_a,item_b\nw,a,b\n")
+    with pytest.raises(ValueError, match="same"):
+        SimilarityAnswers.from_csv(path)
+
+
+def test_missing_value_and_empty_table():
+    df = pd.DataFrame({"worker": ["a", None], "item_a": ["x", "y"], "item_b": ["y", "z"],
+                       "same": [1, 0]})
+    with pytest.raises(ValueError, match="missing value in column 'worker' at row position 1"):
+        SimilarityAnswers.from_frame(df)
+    with pytest.raises(ValueError, match="empty"):
+        SimilarityAnswers.from_frame(df.iloc[:0])
+
+
+@pytest.mark.parametrize("params, name", [
+    (dict(n_clusters=0), "n_clusters"), (dict(n_clusters=2.5), "n_clusters"),
+    (dict(reliability_prior=-1.0), "reliability_prior"), (dict(max_iter=-1), "max_iter"),
+    (dict(unobserved_weight=-0.5), "unobserved_weight"),
+])
+def test_bad_hyper_parameters(params, name):
+    data, _ = similarity_crowd(n_items=40, n_clusters=2, answers_per_item=10, seed=0)
+    with pytest.raises(ValueError, match=name):
+        SymNMFClustering(**params).fit(data)
+
+
+# --------------------------------------------------------------------------- simulator
+def test_simulator_seeded_and_planted():
+    a, pa = similarity_crowd(n_items=300, n_clusters=4, n_workers=20, answers_per_item=10,
+                             random_fraction=0.25, seed=5)
+    b, pb = similarity_crowd(n_items=300, n_clusters=4, n_workers=20, answers_per_item=10,
+                             random_fraction=0.25, seed=5)
+    pd.testing.assert_frame_equal(a.to_frame(), b.to_frame())
+    assert pa.random.sum() == 5 and np.all(pa.reliability[pa.random] == 0.5)
+    assert a.n_answers == 1500 and np.all(a.item_a != a.item_b)
+    # answers agree with the planted status at the planted rates
+    truly = pa.clusters[a.item_a] == pa.clusters[a.item_b]
+    honest = (a.same == 1) == truly
+    rel_hat = np.bincount(a.worker, weights=honest, minlength=20) / np.bincount(a.worker, minlength=20)
+    assert np.corrcoef(rel_hat, pa.reliability)[0, 1] > 0.7
+    c, _ = similarity_crowd(n_items=300, n_clusters=4, answers_per_item=10, same_fraction=0.6,
+                            seed=5)
+    same_pairs = np.mean(c.truth[c.item_a] == c.truth[c.item_b])
+    assert 0.6 < same_pairs < 0.8
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_metrics_relabel_invariant_and_hand_checked():
+    truth = np.array([0, 0, 1, 1, 2, 2])
+    pred = np.array([5, 5, 3, 3, 9, 9])
+    assert clustering_scores(truth, pred) == {"ari": 1.0, "nmi": 1.0, "pairwise_f1": 1.0}
+    # all in one cluster: 3 true pairs of 15 predicted -> P = 1/5, R = 1, F1 = 1/3
+    assert pairwise_f1(truth, np.zeros(6, int)) == pytest.approx(1 / 3)
+    assert nmi(truth, np.zeros(6, int)) == pytest.approx(0.0)
+    # unknown truth (-1) is left out; Series align on the index
+    t = pd.Series([0, 0, 1, -1], index=list("abcd"))
+    p = pd.Series([1, 1, 0, 0], index=list("dcba"))
+    assert adjusted_rand(t, p) == pytest.approx(adjusted_rand([0, 0, 1], [0, 0, 1]))
