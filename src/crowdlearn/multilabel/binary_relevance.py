@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from ..aggregation.base import label_aggregator
 from .base import MultiLabelEstimator
 from .data import MultiLabelAnswers
