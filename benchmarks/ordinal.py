@@ -40,7 +40,7 @@ from crowdlearn.simulate.ordinal import ordinal_crowd  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "data"
 METHODS = [("mv", {}), ("ds", {}), ("ordinal-cumulative", {}), ("ordinal-cumulative", {"method": "mv"}),
-           ("ordinal-ds", {}), ("ordinal-ds", {"link": "probit"})]
+           ("ordinal-ds", {}), ("ordinal-ds", {"link": "probit"}), ("ordinal-ds", {"worker_thresholds": True})]
 
 
 def _name(method: str, params: dict) -> str:

@@ -37,8 +37,8 @@ answers, :func:`crowdlearn.core.kernels.mstep`) plus the log-priors
 ``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by damped Newton steps
 per worker (the objective is a sum over workers; all workers step at once, analytic
 gradient, Hessian from its central differences); shared thresholds, when fitted, by L-BFGS-B
-given the workers.  The M-step's cost is O(W K^2) per evaluation, independent of the number of answers.
-The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
+given the workers.  The M-step's cost is O(W K^2) per evaluation, independent of the number
+of answers.  The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
 each M-step is one generalised-EM step of the mixture: the share of each soft count due to
 spam under the current parameters, ``e_w = (spam counts + a) / (counts + a + b)``,
 ``r_w ∝ spam counts + 1/2``, and the ordinal parameters fitted to the remaining counts.
