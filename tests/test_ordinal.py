@@ -271,3 +271,14 @@ def test_threshold_variants_fit_planted_crowds(params):
     else:
         assert est.worker_thresholds_.shape == (15, 3)
         assert np.all(np.diff(est.worker_thresholds_.to_numpy(), axis=1) > 0)
+
+
+@pytest.mark.parametrize("method", ["ordinal-ds", "ordinal-cumulative"])
+def test_gold_is_learnt_from_and_predict_proba_scores_new_answers(method):
+    data, _ = ordinal_crowd(n_tasks=300, n_workers=12, n_classes=4, seed=8, spammers=0.25)
+    truth = data.truth_series()
+    est = get_method(method)().fit(data, gold=truth.iloc[:100])
+    assert (est.labels_.iloc[:100] == truth.iloc[:100]).all()
+    plain = get_method(method)().fit(data)
+    # the training answers scored by the fitted workers are the fit's posteriors
+    np.testing.assert_allclose(plain.predict_proba(data).to_numpy(), plain.probas_.to_numpy(), atol=1e-8)

@@ -78,11 +78,12 @@ def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) ->
         if np.any(codes < 0):
             raise ValueError(f"ordinal classes: {given[int(np.flatnonzero(codes < 0)[0])]!r} is "
                              f"not a class of the answers {list(classes)[:10]}")
-        if len(set(codes.tolist())) != len(codes) or len(codes) != k:
-            missing = [c for i, c in enumerate(classes) if i not in set(codes.tolist())]
+        seen = set(codes.tolist())
+        if len(seen) != len(codes) or len(codes) != k:
+            missing = [c for i, c in enumerate(classes) if i not in seen]
+            what = f"missing {missing}" if missing else "a class is repeated"
             raise ValueError(f"ordinal classes must list every class of the answers once; "
-                             f"got {given}, missing {missing}" if missing else
-                             f"ordinal classes must list every class once; got {given}")
+                             f"got {given}: {what}")
         return codes
     numbers = [_number(c) for c in classes]
     if k and all(n is not None for n in numbers):

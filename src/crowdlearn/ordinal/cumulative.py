@@ -110,10 +110,11 @@ class OrdinalCumulative(OrdinalAggregator):
         raw = np.empty((data.n_tasks, k - 1))
         for t in range(k - 1):
             binary = _threshold_labels(data, t)
+            est = label_aggregator(self.method, self.params, self.random_state)
             kwargs = {}
-            if gold is not None and np.any(gold >= 0):
+            if gold is not None and np.any(gold >= 0) and get_tags(est).accepts_gold:
                 kwargs["gold"] = pd.Series(np.where(gold > t, 1, 0)[gold >= 0], index=data.tasks[gold >= 0])
-            est = label_aggregator(self.method, self.params, self.random_state).fit(binary, **kwargs)
+            est.fit(binary, **kwargs)
             self.estimators_.append(est)
             raw[:, t] = est.probas_[1].to_numpy(float)
         return self._recombine(raw, data)
