@@ -123,3 +123,27 @@ def test_metrics():
     assert macro_f1(pred, truth) == pytest.approx((1 + 0 + 1) / 3)
     ind = np.array([[1, 0], [0, 1]])
     assert hamming_loss(ind, ind) == 0.0
+
+
+def test_parquet_list_column_and_jsonl(tmp_path):
+    from crowdlearn.core.tables import read_table
+
+    df = pd.DataFrame({"task": ["a", "a", "b"], "worker": ["x", "y", "x"],
+                       "label": [["cat", "dog"], [], ["dog"]]})
+    want = MultiLabelAnswers.from_frame(df).answer_tags()
+    df.to_parquet(tmp_path / "a.parquet")
+    assert MultiLabelAnswers.from_parquet(tmp_path / "a.parquet").answer_tags() == want
+    df.to_json(tmp_path / "a.jsonl", orient="records", lines=True)
+    back = MultiLabelAnswers.from_frame(read_table(tmp_path / "a.jsonl"))
+    assert back.answer_tags() == want
+
+
+def test_class_labels_are_one_tag_answers():
+    from crowdlearn.multilabel.data import as_multilabel_answers
+    from crowdlearn.testing.data import toy_crowd
+
+    crowd = toy_crowd(n_tasks=30, seed=0)
+    as_tags = as_multilabel_answers(crowd)
+    assert as_tags.n_answers == crowd.n_labels and list(as_tags.tags) == list(crowd.classes)
+    assert all(len(t) == 1 for t in as_tags.answer_tags())
+    assert as_tags.truth_series().map(len).eq(1).all()

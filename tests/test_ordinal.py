@@ -238,3 +238,47 @@ def test_trec2010_ordinal_methods_against_ds():
     assert cum[0] < mv[0] - 0.05 and abs(cum[0] - ds[0]) < 0.01
     assert ods[1] > ds[1] + 0.01
     assert ods[0] < mv[0]
+
+
+@pytest.mark.parametrize("link", ["logit", "probit"])
+def test_m_step_gradients_match_finite_differences(link):
+    from scipy.optimize import approx_fprime
+
+    rng = np.random.default_rng(0)
+    m, k = 4, 4
+    counts = rng.uniform(0, 5, (m, k, k))
+    est = OrdinalDawidSkene(link=link)
+    mid = np.arange(k - 1) + 0.5
+    for n_par in (2, 4):  # (bias, log spread), then with per-worker log gaps
+        x = np.column_stack([rng.normal(0, 0.5, m), rng.normal(-0.5, 0.3, m),
+                             rng.normal(0, 0.3, (m, n_par - 2))])
+        grad = est._worker_objective(x, mid, counts)[1]
+        num = approx_fprime(x.ravel(), lambda z: est._worker_objective(z.reshape(m, n_par), mid, counts)[0].sum(), 1e-7)
+        np.testing.assert_allclose(grad.ravel(), num, atol=1e-4 * max(1.0, np.abs(num).max()))
+    z = np.array([0.3, 0.1, -0.2])  # shared thresholds: first, log gaps
+    theta = x[:, :2]
+    num = approx_fprime(z, lambda q: est._threshold_objective(q, theta, counts)[0], 1e-7)
+    np.testing.assert_allclose(est._threshold_objective(z, theta, counts)[1], num, atol=1e-4 * max(1.0, np.abs(num).max()))
+
+
+@pytest.mark.parametrize("params", [dict(fit_thresholds=True), dict(worker_thresholds=True)])
+def test_threshold_variants_fit_planted_crowds(params):
+    data, _ = ordinal_crowd(n_tasks=400, n_workers=15, n_classes=4, thresholds=[0.3, 1.5, 2.8], seed=6)
+    est = OrdinalDawidSkene(**params).fit(data)
+    assert np.mean(np.abs(est.label_codes_ - data.truth)) < 0.25
+    if "fit_thresholds" in params:
+        assert np.all(np.diff(est.thresholds_) > 0)
+    else:
+        assert est.worker_thresholds_.shape == (15, 3)
+        assert np.all(np.diff(est.worker_thresholds_.to_numpy(), axis=1) > 0)
+
+
+@pytest.mark.parametrize("method", ["ordinal-ds", "ordinal-cumulative"])
+def test_gold_is_learnt_from_and_predict_proba_scores_new_answers(method):
+    data, _ = ordinal_crowd(n_tasks=300, n_workers=12, n_classes=4, seed=8, spammers=0.25)
+    truth = data.truth_series()
+    est = get_method(method)().fit(data, gold=truth.iloc[:100])
+    assert (est.labels_.iloc[:100] == truth.iloc[:100]).all()
+    plain = get_method(method)().fit(data)
+    # the training answers scored by the fitted workers are the fit's posteriors
+    np.testing.assert_allclose(plain.predict_proba(data).to_numpy(), plain.probas_.to_numpy(), atol=1e-8)

@@ -32,7 +32,7 @@ from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame",
-           "normalize_rows", "align_to_fit", "SEALED"]
+           "normalize_rows", "align_to_fit", "label_aggregator", "SEALED"]
 
 #: names of BaseAggregator's public methods and helpers that subclasses may not redefine
 SEALED = frozenset({
@@ -93,6 +93,39 @@ def align_to_fit(data: CrowdLabels, workers: pd.Index, classes: pd.Index) -> Cro
         workers=workers,
         classes=classes,
     )
+
+
+def label_aggregator(method: Any, params: dict | None = None, random_state: Any = 0) -> "BaseAggregator":
+    """A fresh, unfitted label-only classification aggregator, for methods built on others
+    (one fit per threshold of an ordinal scale, per tag of a multi-label crowd).
+
+    ``method`` is a registered name, an estimator class or an instance (cloned); ``params``
+    its constructor arguments; ``random_state`` is given to it unless ``params`` sets one.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or a method that is not a label-only classification aggregator.
+    """
+    from sklearn.base import clone
+
+    from ..core.base import get_tags
+    from ..registry import get_method
+
+    params = dict(params or {})
+    if isinstance(method, str):
+        est = get_method(method, kind="classification")(**params)
+    elif isinstance(method, type):
+        est = method(**params)
+    else:
+        est = clone(method).set_params(**params)
+    tags = get_tags(est)
+    if tags.kind != "classification" or tags.requires_features:
+        raise ValueError(f"method {method!r} is not a label-only classification aggregator "
+                         "(e.g. 'ds', 'mv', 'glad')")
+    if "random_state" in est.get_params(deep=False) and "random_state" not in params:
+        est.set_params(random_state=random_state)
+    return est
 
 
 def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from ..ordinal.base import ordered_classes
+from ..ordinal.base import numeric_classes, ordered_classes
 
 __all__ = ["ordinal_mae", "quadratic_kappa", "krippendorff_alpha", "class_ranks"]
 
@@ -59,18 +59,10 @@ def _paired_ranks(labels: Any, truth: Any, order: Iterable[Hashable] | None):
 def _order(classes: pd.Index, order: Iterable[Hashable] | None) -> pd.Index:
     if order is not None:
         return pd.Index(list(order))
-    ordered = ordered_classes(classes)
-    if not all(isinstance(c, (int, float, np.number)) or _is_numeric_text(c) for c in ordered):
+    if not numeric_classes(classes):
         raise ValueError(f"the classes {list(classes)[:10]} are not numbers: give their order "
                          "(order=[lowest, ..., highest])")
-    return ordered
-
-
-def _is_numeric_text(value: Any) -> bool:
-    try:
-        return np.isfinite(float(str(value)))
-    except ValueError:
-        return False
+    return ordered_classes(classes)
 
 
 def ordinal_mae(labels: Any, truth: Any, order: Iterable[Hashable] | None = None) -> float:

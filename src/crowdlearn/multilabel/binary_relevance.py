@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import clone
 
-from ..core.base import get_tags
+from ..aggregation.base import label_aggregator
 from .base import MultiLabelEstimator
 from .data import MultiLabelAnswers
 
@@ -56,21 +55,8 @@ class BinaryRelevance(MultiLabelEstimator):
         self.random_state = random_state
 
     def _aggregator(self):
-        from ..registry import get_method
-
-        params = dict(self.params or {})
-        if isinstance(self.method, str):
-            est = get_method(self.method, kind="classification")(**params)
-        elif isinstance(self.method, type):
-            est = self.method(**params)
-        else:
-            est = clone(self.method).set_params(**params)
-        tags = get_tags(est)
-        if tags.kind != "classification" or tags.requires_features:
-            raise ValueError(f"method {self.method!r} is not a label-only classification aggregator")
-        if "random_state" in est.get_params(deep=False) and "random_state" not in params:
-            est.set_params(random_state=self.random_state)
-        return est
+        """A fresh aggregator for one tag (no state shared between tags)."""
+        return label_aggregator(self.method, self.params, self.random_state)
 
     def _fit(self, data: MultiLabelAnswers) -> None:
         t = self.threshold

@@ -30,7 +30,7 @@ from ..aggregation.base import BaseAggregator
 from ..core.base import Tags
 from ..core.data import CrowdLabels
 
-__all__ = ["ordinal_order", "ordered_classes", "monotone_survival", "survival_to_probas",
+__all__ = ["ordinal_order", "ordered_classes", "numeric_classes", "monotone_survival", "survival_to_probas",
            "OrdinalAggregator"]
 
 
@@ -43,6 +43,11 @@ def _number(value: Any) -> Decimal | None:
     except (InvalidOperation, ValueError):
         return None
     return num if num.is_finite() else None
+
+
+def numeric_classes(classes: Iterable[Any]) -> bool:
+    """True when every class is a finite number (``2``, ``"10"``, ``"-2"``, ``1.5``)."""
+    return all(_number(c) is not None for c in classes)
 
 
 def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) -> np.ndarray:
@@ -78,14 +83,15 @@ def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) ->
         if np.any(codes < 0):
             raise ValueError(f"ordinal classes: {given[int(np.flatnonzero(codes < 0)[0])]!r} is "
                              f"not a class of the answers {list(classes)[:10]}")
-        if len(set(codes.tolist())) != len(codes) or len(codes) != k:
-            missing = [c for i, c in enumerate(classes) if i not in set(codes.tolist())]
+        seen = set(codes.tolist())
+        if len(seen) != len(codes) or len(codes) != k:
+            missing = [c for i, c in enumerate(classes) if i not in seen]
+            what = f"missing {missing}" if missing else "a class is repeated"
             raise ValueError(f"ordinal classes must list every class of the answers once; "
-                             f"got {given}, missing {missing}" if missing else
-                             f"ordinal classes must list every class once; got {given}")
+                             f"got {given}: {what}")
         return codes
-    numbers = [_number(c) for c in classes]
-    if k and all(n is not None for n in numbers):
+    if k and numeric_classes(classes):
+        numbers = [_number(c) for c in classes]
         return np.array(sorted(range(k), key=lambda i: numbers[i]), dtype=np.int64)
     return np.arange(k, dtype=np.int64)
 

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
+from ..aggregation.base import label_aggregator
 from ..core.base import Tags, get_tags
 from ..core.data import CrowdLabels
 from .base import OrdinalAggregator, monotone_survival, survival_to_probas
@@ -33,19 +33,6 @@ from .base import OrdinalAggregator, monotone_survival, survival_to_probas
 __all__ = ["OrdinalCumulative"]
 
 _BINARY = pd.Index([0, 1], name="class")
-
-
-def _base_estimator(method: Any, params: dict | None):
-    """A fresh estimator of the binary method (registered name, class or instance)."""
-    from ..registry import get_method
-
-    if isinstance(method, str):
-        est = get_method(method, kind="classification")(**(params or {}))
-    elif isinstance(method, type):
-        est = method(**(params or {}))
-    else:
-        est = clone(method).set_params(**(params or {}))
-    return est
 
 
 def _threshold_labels(data: CrowdLabels, k: int) -> CrowdLabels:
@@ -103,7 +90,7 @@ class OrdinalCumulative(OrdinalAggregator):
 
     def __crowd_tags__(self) -> Tags:
         try:
-            base = get_tags(_base_estimator(self.method, self.params))
+            base = get_tags(label_aggregator(self.method, self.params))
         except (ValueError, TypeError, AttributeError):
             # tags are read from default instances (and by listings): an invalid method is
             # reported by fit, not here
@@ -112,17 +99,6 @@ class OrdinalCumulative(OrdinalAggregator):
             super().__crowd_tags__(), has_worker_model=base.has_worker_model,
             accepts_gold=base.accepts_gold, stochastic=base.stochastic,
             invariance_atol=max(base.invariance_atol, 1e-6))
-
-    def _binary(self):
-        est = _base_estimator(self.method, self.params)
-        tags = get_tags(est)
-        if tags.kind != "classification" or tags.requires_features:
-            raise ValueError(f"method {self.method!r} is not a label-only classification aggregator; "
-                             "the cumulative decomposition needs one (e.g. 'ds', 'mv', 'glad')")
-        given = self.params or {}
-        if "random_state" in est.get_params(deep=False) and "random_state" not in given:
-            est.set_params(random_state=self.random_state)
-        return est
 
     def _fit_ordinal(self, data: CrowdLabels, gold: np.ndarray | None,
                      init: np.ndarray | None) -> np.ndarray:
@@ -134,10 +110,11 @@ class OrdinalCumulative(OrdinalAggregator):
         raw = np.empty((data.n_tasks, k - 1))
         for t in range(k - 1):
             binary = _threshold_labels(data, t)
+            est = label_aggregator(self.method, self.params, self.random_state)
             kwargs = {}
-            if gold is not None and np.any(gold >= 0):
+            if gold is not None and np.any(gold >= 0) and get_tags(est).accepts_gold:
                 kwargs["gold"] = pd.Series(np.where(gold > t, 1, 0)[gold >= 0], index=data.tasks[gold >= 0])
-            est = self._binary().fit(binary, **kwargs)
+            est.fit(binary, **kwargs)
             self.estimators_.append(est)
             raw[:, t] = est.probas_[1].to_numpy(float)
         return self._recombine(raw, data)

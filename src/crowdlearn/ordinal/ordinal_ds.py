@@ -34,8 +34,11 @@ Fitting.  MAP-EM.  The E-step is Dawid-Skene's (``q_n(j) ∝ pi_j prod P(answer 
 workers at once (and the thresholds), the expected log-likelihood
 ``sum_{w,j,l} C[w, j, l] log P(l | j, w)`` of the soft counts ``C`` (one pass over the
 answers, :func:`crowdlearn.core.kernels.mstep`) plus the log-priors
-``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by damped Newton steps per worker (vectorised over workers; analytic gradient); its cost is O(W K^2) per evaluation, independent of the number of answers.
-The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
+``b_w ~ N(0, bias_sd^2)``, ``log s_w ~ N(log spread, log_spread_sd^2)``, by damped Newton steps
+per worker (the objective is a sum over workers; all workers step at once, analytic
+gradient, Hessian from its central differences); shared thresholds, when fitted, by L-BFGS-B
+given the workers.  The M-step's cost is O(W K^2) per evaluation, independent of the number
+of answers.  The class prior ``pi`` has a Dirichlet(``1 + prior_alpha``) prior.  With the spam component
 each M-step is one generalised-EM step of the mixture: the share of each soft count due to
 spam under the current parameters, ``e_w = (spam counts + a) / (counts + a + b)``,
 ``r_w ∝ spam counts + 1/2``, and the ordinal parameters fitted to the remaining counts.
@@ -60,6 +63,8 @@ from .base import OrdinalAggregator
 __all__ = ["OrdinalDawidSkene", "ordinal_confusions"]
 
 _TINY = 1e-300
+#: prior standard deviation of a worker's log gaps between thresholds (worker_thresholds)
+_GAP_SD = 0.5
 _LINKS = ("logit", "probit")
 
 
@@ -76,9 +81,10 @@ def _cells(bias: np.ndarray, spread: np.ndarray, thresholds: np.ndarray, link: s
     Returns ``(p, fd, fud, fpad)``: ``p[w, j, l]``; ``fd = f(u_l) - f(u_{l-1})``;
     ``fud = f(u_l) u_l - f(u_{l-1}) u_{l-1}``; ``fpad[w, j, m]`` = f at threshold m (padded).
     """
-    k = len(thresholds) + 1
+    k = thresholds.shape[-1] + 1
     j = np.arange(k, dtype=np.float64)
-    u = (thresholds[None, None, :] - j[None, :, None] - bias[:, None, None]) / spread[:, None, None]
+    cuts = thresholds[None, None, :] if thresholds.ndim == 1 else thresholds[:, None, :]
+    u = (cuts - j[None, :, None] - bias[:, None, None]) / spread[:, None, None]
     cdf, pdf = _cdf_pdf(u, link)
     w = len(bias)
     zeros = np.zeros((w, k, 1))
@@ -100,7 +106,8 @@ def ordinal_confusions(bias: Any, spread: Any, thresholds: Any = None, n_classes
                        link: str = "logit") -> np.ndarray:
     """The confusion matrices ``[w, true, answered]`` of the ordinal worker model.
 
-    ``thresholds`` default to the midpoints ``l + 1/2`` of ``n_classes`` classes.  Used by the
+    ``thresholds`` (K-1,) shared, or (W, K-1) per worker, default to the midpoints ``l + 1/2``
+    of ``n_classes`` classes.  Used by the
     fit and by :mod:`crowdlearn.simulate.ordinal`, so that the planted and the fitted model
     are the same function.
     """
@@ -128,6 +135,10 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         Distribution of a worker's perception noise.
     fit_thresholds : bool, default False
         Fit thresholds shared by all workers instead of the midpoints ``l + 1/2``.
+    worker_thresholds : bool, default False
+        Give every worker its own thresholds: ``c_{w,0} = 1/2`` and gaps
+        ``exp(g_{w,l})``, ``g_{w,l} ~ N(0, 0.5^2)`` (a worker may be strict about one grade
+        and lenient about another; K - 2 more parameters per worker).
     bias_sd : float, default 1.0
         Prior standard deviation of a worker's bias, in classes.
     spread : float, default 0.5
@@ -170,13 +181,15 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     (:func:`crowdlearn.simulate.ordinal.ordinal_crowd`), not on the real sets.
     """
 
-    def __init__(self, link: str = "logit", fit_thresholds: bool = False, bias_sd: float = 1.0,
+    def __init__(self, link: str = "logit", fit_thresholds: bool = False,
+                 worker_thresholds: bool = False, bias_sd: float = 1.0,
                  spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
                  prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
                  m_step_max_iter: int = 50, spam_prior: tuple[float, float] | None = (1.0, 9.0),
                  classes: Any = None, random_state: int | None = 0) -> None:
         self.link = link
         self.fit_thresholds = fit_thresholds
+        self.worker_thresholds = worker_thresholds
         self.bias_sd = bias_sd
         self.spread = spread
         self.log_spread_sd = log_spread_sd
@@ -199,6 +212,9 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.fit_thresholds and self.worker_thresholds:
+            raise ValueError("fit_thresholds and worker_thresholds exclude each other: "
+                             "per-worker thresholds already move freely")
         if self.spam_prior is not None:
             prior = self.spam_prior
             ok = (isinstance(prior, (tuple, list)) and len(prior) == 2
@@ -216,7 +232,9 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         post = init if init is not None else vote_fractions(data)
         post = clamp_to_gold(post, gold)
         state = {
-            "theta": np.concatenate([np.zeros(m), np.full(m, np.log(max(self.spread, self.min_spread)))]),
+            # per worker (bias, log spread[, log gaps between its thresholds])
+            "theta": np.column_stack([np.zeros(m), np.full(m, np.log(max(self.spread, self.min_spread)))]
+                                     + [np.zeros(m)] * (max(k - 2, 0) if self.worker_thresholds else 0)),
             "thresholds": np.arange(k - 1) + 0.5,
             "deltas": np.zeros(max(k - 2, 0)),  # log gaps between thresholds (fit_thresholds)
             "eps": None,  # spam probability per worker (spam_prior)
@@ -237,7 +255,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             log_table, log_prior = self._m_step(data, post, state)
             post = clamp_to_gold(kernels.estep(data, log_table, log_prior, "numpy")[0], gold)
         theta = state["theta"]
-        bias, spread = theta[:m], np.exp(theta[m:])
+        bias, spread = theta[:, 0], np.exp(theta[:, 1])
         conf_o = self._confusions(state, k)
         rank = self._rank  # table class code -> ordinal code
         # the worker model in the table's class order, for predict_proba and confusion()
@@ -251,17 +269,22 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         eps = np.zeros(m) if state["eps"] is None else state["eps"]
         self.spam_ = pd.Series(eps, index=data.workers, name="spam")
         self.thresholds_ = state["thresholds"]
+        if self.worker_thresholds:
+            self.worker_thresholds_ = pd.DataFrame(self._cuts(theta, state["thresholds"]), index=data.workers)
         self.priors_ = pd.Series(prior, index=self.order_.take(rank), name="prior")
         self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=data.workers,
                                  name="skill")
         return post
 
+    def _ordinal_rows(self, state):
+        theta = state["theta"]
+        return ordinal_confusions(theta[:, 0], np.exp(theta[:, 1]), self._cuts(theta, state["thresholds"]),
+                                  link=self.link)
+
     def _confusions(self, state, k):
         """``[w, true, answered]`` in ordinal codes: the ordinal rows, mixed with the spam
         distribution when ``spam_prior`` is set."""
-        m = len(state["theta"]) // 2
-        conf = ordinal_confusions(state["theta"][:m], np.exp(state["theta"][m:]), state["thresholds"],
-                                  link=self.link)
+        conf = self._ordinal_rows(state)
         if state["eps"] is not None:
             eps = state["eps"][:, None, None]
             conf = (1.0 - eps) * conf + eps * state["spam"][:, None, :]
@@ -283,8 +306,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
                 state["eps"] = np.full(m, a / (a + b))
                 marginal = counts.sum(axis=1) + 0.5
                 state["spam"] = marginal / marginal.sum(axis=1, keepdims=True)
-            ordinal = ordinal_confusions(state["theta"][:m], np.exp(state["theta"][m:]),
-                                         state["thresholds"], link=self.link)
+            ordinal = self._ordinal_rows(state)
             eps = state["eps"][:, None, None]
             spam_part = eps * state["spam"][:, None, :]
             share = spam_part / np.maximum((1.0 - eps) * ordinal + spam_part, _TINY)
@@ -310,59 +332,75 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
         return log_table, log_prior
 
-    def _worker_objective(self, bias, rho, thresholds, counts, need_grad=True):
-        """Per worker: minus (expected log-likelihood + log-prior), its gradient (W x 2) and
-        the cells of the model (for the threshold gradient)."""
+    def _cuts(self, x, thresholds):
+        """The thresholds of every worker: shared, or with ``worker_thresholds`` per worker
+        ``c_{w,0} = c_0``, ``c_{w,l} = c_{w,l-1} + exp(x[w, l + 1])``."""
+        if x.shape[1] == 2:
+            return thresholds
+        gaps = np.exp(x[:, 2:])
+        return thresholds[0] + np.concatenate([np.zeros((len(x), 1)), np.cumsum(gaps, axis=1)], axis=1)
+
+    def _worker_objective(self, x, thresholds, counts, need_grad=True):
+        """Per worker: minus (expected log-likelihood + log-prior) of its parameters
+        ``x[w] = (b_w, log s_w[, log gaps])``, the gradient (W x P) and the model's cells (for
+        the gradient of shared thresholds)."""
+        bias, rho = x[:, 0], x[:, 1]
         s = np.exp(rho)
-        p, fd, fud, fpad = _cells(bias, s, thresholds, self.link)
+        cuts = self._cuts(x, thresholds)
+        p, fd, fud, fpad = _cells(bias, s, cuts, self.link)
         p_safe = np.maximum(p, _TINY)
         mu = np.log(max(self.spread, self.min_spread))
         obj = -np.sum(counts * np.log(p_safe), axis=(1, 2)) \
             + 0.5 * bias ** 2 / self.bias_sd ** 2 + 0.5 * (rho - mu) ** 2 / self.log_spread_sd ** 2
+        if x.shape[1] > 2:
+            obj = obj + 0.5 * np.sum(x[:, 2:] ** 2, axis=1) / _GAP_SD ** 2
         if not need_grad:
             return obj, None, None
         ratio = counts / p_safe
         g_b = np.sum(ratio * fd, axis=(1, 2)) / s + bias / self.bias_sd ** 2
         g_rho = np.sum(ratio * fud, axis=(1, 2)) + (rho - mu) / self.log_spread_sd ** 2
-        return obj, np.stack([g_b, g_rho], axis=1), (ratio, fpad, s)
+        grads = [g_b[:, None], g_rho[:, None]]
+        if x.shape[1] > 2:
+            # d(-log P_{jl}) / d c_{w,t} = -(f(u_t)[t == l] - f(u_t)[t == l-1]) / (s P)
+            f = fpad[:, :, 1:-1]
+            g_c = -np.einsum("wjt,wjt->wt", ratio[:, :, :-1] - ratio[:, :, 1:], f) / s[:, None]
+            tail = np.cumsum(g_c[:, ::-1], axis=1)[:, ::-1][:, 1:]  # sum over t >= i
+            grads.append(np.exp(x[:, 2:]) * tail + x[:, 2:] / _GAP_SD ** 2)
+        return obj, np.concatenate(grads, axis=1), (ratio, fpad, s)
 
-    def _newton_workers(self, theta, thresholds, counts):
-        """Minimise every worker's (bias, log spread) objective at once: damped Newton steps
-        (2 x 2 Hessians from central differences of the analytic gradient) with a per-worker
-        backtracking line search, within the bounds; stops when no step moves a worker by
-        more than 1e-10."""
-        m = counts.shape[0]
-        k = counts.shape[1]
-        lo = np.array([-float(k), np.log(self.min_spread)])
-        hi = np.array([float(k), np.log(max(10.0 * k, 10.0 * self.spread))])
-        x = np.clip(theta.reshape(2, m).T.copy(), lo, hi)  # (W, 2)
+    def _newton_workers(self, x, thresholds, counts):
+        """Minimise every worker's objective at once: damped Newton steps (P x P Hessians from
+        central differences of the analytic gradient, Levenberg damping where not positive
+        definite) with a per-worker backtracking line search, within the bounds; stops when
+        no step moves a worker by more than 1e-10."""
+        m, k = counts.shape[0], counts.shape[1]
+        n_par = x.shape[1]
+        lo = np.array([-float(k), np.log(self.min_spread)] + [-3.0] * (n_par - 2))
+        hi = np.array([float(k), np.log(max(10.0 * k, 10.0 * self.spread))] + [2.0] * (n_par - 2))
+        x = np.clip(x, lo, hi)
         h = 1e-5
+        eye = np.eye(n_par)
+        active = np.arange(m)  # workers still moving (the objective is separable)
         for _ in range(int(self.m_step_max_iter)):
-            f0, g, _ = self._worker_objective(x[:, 0], x[:, 1], thresholds, counts)
-            hess = np.empty((m, 2, 2))
-            for d in range(2):
-                e = np.zeros(2)
-                e[d] = h
-                gp = self._worker_objective(*(x + e).T, thresholds, counts)[1]
-                gm = self._worker_objective(*(x - e).T, thresholds, counts)[1]
+            if not len(active):
+                break
+            xa, ca = x[active], counts[active]
+            f0, g, _ = self._worker_objective(xa, thresholds, ca)
+            hess = np.empty((len(active), n_par, n_par))
+            for d in range(n_par):
+                gp = self._worker_objective(xa + h * eye[d], thresholds, ca)[1]
+                gm = self._worker_objective(xa - h * eye[d], thresholds, ca)[1]
                 hess[:, :, d] = (gp - gm) / (2 * h)
             hess = 0.5 * (hess + hess.transpose(0, 2, 1))
-            # Levenberg damping where the Hessian is not positive definite
-            det = hess[:, 0, 0] * hess[:, 1, 1] - hess[:, 0, 1] ** 2
-            lam = np.where((hess[:, 0, 0] > 0) & (det > 0), 0.0,
-                           np.abs(hess).sum(axis=(1, 2)) + 1.0)
-            hess[:, 0, 0] += lam
-            hess[:, 1, 1] += lam
-            det = hess[:, 0, 0] * hess[:, 1, 1] - hess[:, 0, 1] ** 2
-            step = -np.stack([hess[:, 1, 1] * g[:, 0] - hess[:, 0, 1] * g[:, 1],
-                              hess[:, 0, 0] * g[:, 1] - hess[:, 1, 0] * g[:, 0]], axis=1) / det[:, None]
-            t = np.ones(m)
-            todo = np.ones(m, dtype=bool)
-            new = x.copy()
+            low = np.linalg.eigvalsh(hess)[:, 0]
+            lam = np.where(low > 1e-8, 0.0, 1e-3 + np.abs(low) + 1e-3 * np.abs(hess).max(axis=(1, 2)))
+            step = -np.linalg.solve(hess + lam[:, None, None] * eye, g[:, :, None])[:, :, 0]
+            t = np.ones(len(active))
+            todo = np.ones(len(active), dtype=bool)
+            new = xa.copy()
             for _ in range(30):
-                cand = np.clip(x[todo] + t[todo, None] * step[todo], lo, hi)
-                f1 = self._worker_objective(cand[:, 0], cand[:, 1], thresholds, counts[todo],
-                                            need_grad=False)[0]
+                cand = np.clip(xa[todo] + t[todo, None] * step[todo], lo, hi)
+                f1 = self._worker_objective(cand, thresholds, ca[todo], need_grad=False)[0]
                 ok = f1 <= f0[todo] + 1e-12 * np.abs(f0[todo])
                 idx = np.flatnonzero(todo)
                 new[idx[ok]] = cand[ok]
@@ -370,20 +408,18 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
                 t[todo] *= 0.5
                 if not todo.any():
                     break
-            moved = np.abs(new - x).max() if m else 0.0
-            x = new
-            if moved < 1e-10:
-                break
-        return x.T.reshape(-1)
+            moved = np.abs(new - xa).max(axis=1)
+            x[active] = new
+            active = active[moved >= 1e-10]
+        return x
 
     def _threshold_objective(self, z, theta, counts):
         """Minus the expected log-likelihood of all workers + the thresholds' log-prior, as a
         function of the thresholds' parameters ``(c_0, log gaps)``, and its gradient."""
-        m = counts.shape[0]
         deltas = z[1:]
         thresholds = _thresholds(z[0], deltas)
         k = len(thresholds) + 1
-        obj, _, (ratio, fpad, s) = self._worker_objective(theta[:m], theta[m:], thresholds, counts)
+        obj, _, (ratio, fpad, s) = self._worker_objective(theta, thresholds, counts)
         # d log P_{jl} / d c_t = (f(u_t)[t == l] - f(u_t)[t == l-1]) / (s P)
         f = fpad[:, :, 1:-1]  # f at the K-1 finite thresholds: [w, j, t]
         g_c = -np.einsum("wjt,wjt,w->t", ratio[:, :, :-1] - ratio[:, :, 1:], f, 1.0 / s)

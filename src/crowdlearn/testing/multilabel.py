@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
+from ..aggregation.base import label_aggregator
 from ..diagnostics.multilabel_metrics import hamming_loss
 from ..multilabel.data import MultiLabelAnswers
 from ..simulate.multilabel import multilabel_crowd
@@ -44,7 +45,9 @@ def check_equals_per_tag_fits(est: Any) -> None:
     who, data = describe(est), toy_answers(0)
     fitted = clone(est).fit(data)
     for j, tag in enumerate(data.tags):
-        alone = fitted._aggregator().fit(data.tag_labels(tag))  # a fresh, unfitted clone
+        params = fitted.get_params(deep=False)
+        alone = label_aggregator(params["method"], params.get("params"), params.get("random_state", 0))
+        alone.fit(data.tag_labels(tag))
         np.testing.assert_array_equal(fitted.probas_[tag].to_numpy(), alone.probas_[1].to_numpy(),
                                       err_msg=f"{who}: tag {tag!r} differs from its aggregator alone")
         np.testing.assert_array_equal(fitted.decisions_[:, j], alone.labels_.to_numpy() == 1,
