@@ -22,7 +22,7 @@ Synthetic crowds (``crowdlearn.simulate.pairwise.pairwise_crowd``): 200 items, 5
 Usage::
 
     python benchmarks/pairwise.py [--write-results] [--seeds 3] [--speed-items 1000 10000]
-        [--speed-iter 20] [--skip-crowdkit] [--skip-speed]
+        [--speed-iter 20] [--skip-crowdkit] [--skip-speed] [--skip-accuracy]
 """
 
 from __future__ import annotations
@@ -243,6 +243,7 @@ def main(argv=None) -> int:
     p.add_argument("--speed-iter", type=int, default=20)
     p.add_argument("--skip-crowdkit", action="store_true")
     p.add_argument("--skip-speed", action="store_true")
+    p.add_argument("--skip-accuracy", action="store_true")
     args = p.parse_args(argv)
     use_ck = available() and not args.skip_crowdkit
     if not use_ck:
@@ -250,10 +251,12 @@ def main(argv=None) -> int:
 
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        acc = pd.DataFrame(accuracy_rows(args.seeds, use_ck, tmp))
-        acc["note"] = acc.get("note", pd.Series("", index=acc.index)).fillna("")
-        acc_md = markdown_table(acc.set_index("dataset"), floatfmt=".4f")
-        print(acc_md)
+        acc_md = None
+        if not args.skip_accuracy:
+            acc = pd.DataFrame(accuracy_rows(args.seeds, use_ck, tmp))
+            acc["note"] = acc.get("note", pd.Series("", index=acc.index)).fillna("")
+            acc_md = markdown_table(acc.set_index("dataset"), floatfmt=".4f")
+            print(acc_md)
         if not args.skip_speed:
             speed = pd.DataFrame(speed_rows(args.speed_items, args.speed_iter, use_ck, tmp))
             speed_md = markdown_table(speed.set_index("comparisons"), floatfmt=".3f")
@@ -272,7 +275,8 @@ def main(argv=None) -> int:
                  "stops after 2 iterations whatever `n_iter` (its convergence check compares "
                  "an array with itself: `p_old = p_new` aliases), hence the `tol=0` row. "
                  "Time: seconds of fit (one run; shared 2-core machine).")
-        write_section("pairwise-accuracy", intro + "\n\n" + acc_md)
+        if acc_md:
+            write_section("pairwise-accuracy", intro + "\n\n" + acc_md)
         if not args.skip_speed:
             write_section("pairwise-speed",
                           f"Bradley-Terry, 10^6 comparisons (no ties), {args.speed_iter} iterations "
