@@ -244,3 +244,14 @@ def test_stderr_is_the_inverse_fisher_information_diagonal():
     h[np.diag_indices(n)] = np.bincount(a, info, n) + np.bincount(b, info, n) + prior
     np.testing.assert_allclose(score_stderr(n, a, b, info, prior),
                                np.sqrt(np.diag(np.linalg.inv(h))), rtol=1e-10)
+
+
+def test_only_ties_and_one_sided_wins_stay_finite():
+    ties = _frame([("w", "a", "b", "tie"), ("w", "b", "c", "tie"), ("w", "a", "c", "=")] * 5)
+    always = _frame([("w", "a", "b", "a")] * 20 + [("w", "b", "c", "b")] * 20)
+    for df in (ties, always):
+        for cls in (BradleyTerry, Thurstone, CrowdBT, NoisyBT):
+            frame = cls().fit(df).result_frame()
+            assert np.all(np.isfinite(frame[["score", "stderr"]].to_numpy())), cls.__name__
+    bt = BradleyTerry().fit(always)
+    assert bt.ranks_.tolist() == [1, 2, 3]
