@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..core.base import AnswerEstimator, Tags
 from ..core.params import check_params
-from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
+from .data import LEFT, TIE, Comparisons, as_comparisons
 
 __all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "score_stderr",
            "DENSE_STDERR_MAX"]
