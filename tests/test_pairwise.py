@@ -228,3 +228,30 @@ def test_readers_tsv_and_jsonl(tmp_path):
     bad.to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ValueError, match=r"label 'x'.*line 4\b"):  # header = line 1
         Comparisons.from_csv(tmp_path / "bad.csv")
+
+
+def test_stderr_is_the_inverse_fisher_information_diagonal():
+    from crowdlearn.pairwise.base import score_stderr
+
+    rng = np.random.default_rng(0)
+    n, k = 60, 400
+    a = rng.integers(0, n, k)
+    b = (a + rng.integers(1, n, k)) % n
+    info, prior = rng.random(k), rng.random(n)
+    h = np.zeros((n, n))
+    np.add.at(h, (a, b), -info)
+    h = h + h.T
+    h[np.diag_indices(n)] = np.bincount(a, info, n) + np.bincount(b, info, n) + prior
+    np.testing.assert_allclose(score_stderr(n, a, b, info, prior),
+                               np.sqrt(np.diag(np.linalg.inv(h))), rtol=1e-10)
+
+
+def test_only_ties_and_one_sided_wins_stay_finite():
+    ties = _frame([("w", "a", "b", "tie"), ("w", "b", "c", "tie"), ("w", "a", "c", "=")] * 5)
+    always = _frame([("w", "a", "b", "a")] * 20 + [("w", "b", "c", "b")] * 20)
+    for df in (ties, always):
+        for cls in (BradleyTerry, Thurstone, CrowdBT, NoisyBT):
+            frame = cls().fit(df).result_frame()
+            assert np.all(np.isfinite(frame[["score", "stderr"]].to_numpy())), cls.__name__
+    bt = BradleyTerry().fit(always)
+    assert bt.ranks_.tolist() == [1, 2, 3]

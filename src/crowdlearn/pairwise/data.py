@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.data import factorize_ids, row_list
 
-__all__ = ["Comparisons", "as_comparisons", "read_truth", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
+__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
 
 #: outcome codes
 LEFT, RIGHT, TIE = 0, 1, 2
@@ -30,6 +30,27 @@ GROUP_SEP = "::"
 def _text(values: pd.Series) -> np.ndarray:
     """Ids as text, so a label ``"3"`` read from a file names the item ``3`` of a frame."""
     return values.astype(str).to_numpy()
+
+
+def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int | None) -> None:
+    """One ``ValueError`` for a table that cannot be read: a column shared by two roles,
+    missing or repeated, an empty table (``what`` names its rows), or a missing value (named
+    by row, :func:`crowdlearn.core.data.row_list`)."""
+    cols = list(roles.values())
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"each role needs its own column; got {roles}")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+    for col in cols:
+        if int(np.sum(df.columns == col)) > 1:
+            raise ValueError(f"column {col!r} appears more than once in the table")
+    if len(df) == 0:
+        raise ValueError(f"no {what}: the table is empty")
+    for col in cols:
+        bad = df[col].isna().to_numpy()
+        if bad.any():
+            raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
 
 
 class Comparisons:
@@ -223,21 +244,7 @@ class Comparisons:
         roles = {"worker": worker, "left": left, "right": right, "label": label}
         if group is not None:
             roles["group"] = group
-        cols = list(roles.values())
-        if len(set(cols)) != len(cols):
-            raise ValueError(f"each role needs its own column; got {roles}")
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
-        for col in cols:
-            if int(np.sum(df.columns == col)) > 1:
-                raise ValueError(f"column {col!r} appears more than once in the table")
-        if len(df) == 0:
-            raise ValueError("no comparisons: the table is empty")
-        for col in cols:
-            bad = df[col].isna().to_numpy()
-            if bad.any():
-                raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
+        check_role_columns(df, roles, "comparisons", first_line)
 
         numeric = all(pd.api.types.is_integer_dtype(df[c].dtype) for c in (left, right, label))
         if numeric:  # integer ids: compare the numbers (no text copies of a large table)

@@ -98,7 +98,9 @@ def _theta_step(theta: float, p: np.ndarray, pc: PairCounts, n_ties: float) -> f
         gp = g1 * e
         hp = g2 * e * e + g1 * e
         step = -gp / hp if hp < 0 else np.sign(gp) * 0.5
-        step = float(np.clip(step, -2.0, 2.0))
+        # bounded: theta = 1 + e^30 already makes a strict win (almost) impossible, and with
+        # ties only the likelihood keeps rising towards its supremum as theta grows
+        step = float(np.clip(phi + np.clip(step, -2.0, 2.0), -30.0, 30.0) - phi)
         for _ in range(20):
             cand = 1.0 + np.exp(phi + step)
             val = f(cand)

@@ -22,7 +22,7 @@ import pandas as pd
 from ..core.base import AnswerEstimator, Tags
 from ..core.data import CrowdLabels, factorize_ids, row_list
 from ..core.params import check_params
-from .data import GROUP_SEP, TIE_MARKERS, Comparisons
+from .data import GROUP_SEP, TIE_MARKERS, Comparisons, check_role_columns
 from .links import outcome_probs
 
 __all__ = ["Preferences", "PreferenceAggregator", "PREFERENCE_CLASSES"]
@@ -72,16 +72,9 @@ class Preferences:
                    response_b: str = "response_b", worker: str = "worker", label: str = "label",
                    *, first_line: int | None = None) -> "Preferences":
         """Build from a DataFrame; one ``ValueError`` naming the rows for bad input."""
-        cols = [prompt, response_a, response_b, worker, label]
-        missing = [c for c in cols if c not in df.columns]
-        if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
-        if len(df) == 0:
-            raise ValueError("no preference annotations: the table is empty")
-        for col in cols:
-            bad = df[col].isna().to_numpy()
-            if bad.any():
-                raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
+        check_role_columns(df, {"prompt": prompt, "response_a": response_a,
+                                "response_b": response_b, "worker": worker, "label": label},
+                           "preference annotations", first_line)
         resp_a = df[response_a].astype(str).to_numpy()
         resp_b = df[response_b].astype(str).to_numpy()
         same = resp_a == resp_b
