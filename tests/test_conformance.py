@@ -34,13 +34,7 @@ QUICK: dict[str, dict] = {
 
 # checks that fail today for a known reason, to be removed once the fix is merged:
 # {(registry name, check name): reason}
-_SIM_CLASS_LABEL_DATA = ("testing.kinds runs checks.check_clone_and_params, which fits on class "
-                         "labels (checks.crowd_for); similarity methods run "
-                         "testing.similarity.check_params_on_answers instead")
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    (name, "check_clone_and_params"): _SIM_CLASS_LABEL_DATA
-    for name in ("symnmf", "similarity-spectral", "crowd-clustering")
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(autouse=True)

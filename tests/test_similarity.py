@@ -191,3 +191,14 @@ def test_metrics_relabel_invariant_and_hand_checked():
     t = pd.Series([0, 0, 1, -1], index=list("abcd"))
     p = pd.Series([1, 1, 0, 0], index=list("dcba"))
     assert adjusted_rand(t, p) == pytest.approx(adjusted_rand([0, 0, 1], [0, 0, 1]))
+
+
+def test_json_lines_and_tsv_readers(tmp_path):
+    rows = ['{"worker": "w", "item_a": "a", "item_b": "b", "same": "yes"}',
+            '{"worker": "v", "item_a": "b", "item_b": "c", "same": 0}']
+    (tmp_path / "sim.jsonl").write_text("\n".join(rows) + "\n")
+    data = SimilarityAnswers.from_csv(tmp_path / "sim.jsonl")
+    assert list(data.same) == [1, 0] and data.n_items == 3
+    (tmp_path / "sim.tsv").write_text("worker\titem_a\titem_b\tsame\nw\ta\tb\ttrue\nv\tb\tb\t0\n")
+    with pytest.raises(ValueError, match="compared with itself.*line 3"):
+        SimilarityAnswers.from_csv(tmp_path / "sim.tsv")

@@ -72,8 +72,10 @@ def similarity_crowd(
     reliability : (low, high)
         The other annotators' reliabilities are uniform on this interval.
     same_fraction : float, optional
-        Share of pairs drawn within one cluster (a design that shows annotators more
-        positive pairs); default: pairs uniform over all pairs (about 1/K within a cluster).
+        Share of answers whose second item is redrawn from the first item's cluster (a
+        design that shows annotators more positive pairs; the within-cluster share is then
+        about ``same_fraction + (1 - same_fraction) / K``); default: pairs uniform over all
+        pairs (about 1/K within a cluster).
     cluster_weights : array, optional
         Cluster proportions (default: equal).
     n_features : int
