@@ -13,7 +13,7 @@ from ..simulate.similarity import similarity_crowd
 from .checks import describe
 from .kinds import KindSpec
 
-__all__ = ["SPEC", "toy", "check_params_on_answers", "check_renaming_invariance", "check_side_swap",
+__all__ = ["SPEC", "toy", "check_renaming_invariance", "check_side_swap",
            "check_uncompared_item"]
 
 
@@ -108,21 +108,6 @@ def check_uncompared_item(est) -> None:
                      "adding an uncompared item")
 
 
-def check_params_on_answers(est) -> None:
-    """``get_params`` holds the constructor arguments, ``clone`` keeps them, ``fit`` on
-    similarity answers changes none, and the default ``random_state`` is 0."""
-    who = describe(est)
-    params = est.get_params(deep=False)
-    assert set(params) == set(type(est)._get_param_names()), f"{who}: get_params keys"
-    assert clone(est).get_params(deep=False) == params, f"{who}: clone changes parameters"
-    default = type(est)().get_params(deep=False)
-    if "random_state" in default:
-        assert default["random_state"] == 0, f"{who}: default random_state is not 0"
-    clone(est).fit(toy(0))
-    est.fit(toy(0))
-    assert est.get_params(deep=False) == params, f"{who}: fit changed its hyper-parameters"
-
-
 def _check_kind_tag(est) -> None:
     assert get_tags(est).answer_type == "similarity", f"{describe(est)}: answer_type tag"
 
@@ -132,5 +117,5 @@ SPEC = KindSpec(
     units=_units,
     quality=_quality,
     floor=0.8,
-    extra=(_check_kind_tag, check_params_on_answers, check_renaming_invariance, check_side_swap, check_uncompared_item),
+    extra=(_check_kind_tag, check_renaming_invariance, check_side_swap, check_uncompared_item),
 )
