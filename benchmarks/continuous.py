@@ -11,8 +11,8 @@ Three tables, each written to its own RESULTS.md section with ``--write-results`
   :func:`crowdlearn.simulate.continuous.continuous_crowd` crowds (1,000 tasks, 50 workers,
   5 answers per task, 100 per worker), mean over seeds, in three scenarios; the rows
   ``gaussian-em (scale=False)`` document the choice of ``GaussianEM``'s default.
-* ``continuous-speed``: process CPU seconds of one fit at 10^6 answers (200,000 tasks,
-  2,000 workers, 5 answers per task), after building the table.  The Crowd Layer head
+* ``continuous-speed``: process CPU seconds of one fit at 10^5 and 10^6 answers (5 answers
+  per task, 2,000 workers), after building the table, and per answer and round.  The Crowd Layer head
   (``crowd-layer-regression``, a torch network on item features) is timed separately, on
   the same answers with 16 synthetic features.
 * ``continuous-crowd-layer``: end-to-end learning on ``movie_reviews``: the Crowd Layer
@@ -23,7 +23,7 @@ Three tables, each written to its own RESULTS.md section with ``--write-results`
 
 Usage::
 
-    python benchmarks/continuous.py [--write-results] [--seeds 3] [--speed-answers 1000000]
+    python benchmarks/continuous.py [--write-results] [--seeds 3] [--speed-answers 100000 1000000]
         [--skip-speed] [--skip-crowd-layer]
 """
 
@@ -133,7 +133,18 @@ def synthetic_table(seeds: int) -> str:
             + markdown_table(df, floatfmt=".4f"))
 
 
-def speed_table(n_answers: int) -> str:
+def speed_table(sizes: list[int]) -> str:
+    rows = []
+    for n_answers in sizes:
+        rows.extend(_speed_rows(n_answers))
+    df = pd.DataFrame(rows).set_index("method")
+    return ("One fit per method and size (tasks x 5 answers, 2,000 workers, random design, "
+            "scales 0.6-1.4, 10% spammers), defaults, one core; the table built before the "
+            "clock starts.  Time per answer roughly constant from one size to the next: linear "
+            "in the answers.\n\n" + markdown_table(df, floatfmt=".2f"))
+
+
+def _speed_rows(n_answers: int) -> list[dict]:
     per_task = 5
     n_tasks = n_answers // per_task
     data, _ = continuous_crowd(n_tasks, 2000, per_task, assignment="random", seed=0,
@@ -156,9 +167,9 @@ def speed_table(n_answers: int) -> str:
                  "answers": feats.n_answers, "cpu s": time.process_time() - t0,
                  "wall s": time.perf_counter() - w0, "rounds": est.n_iter_,
                  "converged": est.converged_})
-    df = pd.DataFrame(rows).set_index("method")
-    return (f"One fit, {data.n_answers:,} answers ({n_tasks:,} tasks x {per_task}, 2,000 "
-            "workers, random design), defaults, one core.\n\n" + markdown_table(df, floatfmt=".2f"))
+    for row in rows:
+        row["cpu us / answer / round"] = 1e6 * row["cpu s"] / row["answers"] / max(row["rounds"], 1)
+    return rows
 
 
 def crowd_layer_table() -> str | None:
@@ -214,7 +225,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--write-results", action="store_true")
     p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--speed-answers", type=int, default=1_000_000)
+    p.add_argument("--speed-answers", type=int, nargs="+", default=[100_000, 1_000_000])
     p.add_argument("--skip-speed", action="store_true")
     p.add_argument("--skip-crowd-layer", action="store_true")
     args = p.parse_args()

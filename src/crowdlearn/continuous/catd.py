@@ -43,9 +43,13 @@ class CATD(ContinuousEstimator):
         Rounds at most.
     tol : float
         Stop when no estimate moves by more than ``tol`` times the answers' spread.
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
 
-    def __init__(self, significance: float = 0.05, max_iter: int = 100, tol: float = 1e-6):
+    def __init__(self, significance: float = 0.05, max_iter: int = 100, tol: float = 1e-6,
+                 random_state=0):
+        self.random_state = random_state
         self.significance = significance
         self.max_iter = max_iter
         self.tol = tol

@@ -66,10 +66,14 @@ class GaussianEM(ContinuousEstimator):
         EM rounds at most.
     tol : float
         Stop when no estimate moves by more than ``tol`` times the answers' spread.
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
 
     def __init__(self, scale: bool = True, bias_prior: float = 1.0, scale_prior: float = 2.0,
-                 noise_prior: float = 2.0, max_iter: int = 200, tol: float = 1e-6):
+                 noise_prior: float = 2.0, max_iter: int = 200, tol: float = 1e-6,
+                 random_state=0):
+        self.random_state = random_state
         self.scale = scale
         self.bias_prior = bias_prior
         self.scale_prior = scale_prior

@@ -35,7 +35,15 @@ class Mean(ContinuousEstimator):
 
     with :math:`\\tilde s_t^2` the task's answer variance shrunk to the pooled within-task
     variance.  The baseline every continuous method is compared with.
+
+    Parameters
+    ----------
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
+
+    def __init__(self, random_state=0):
+        self.random_state = random_state
 
     def _fit(self, data, gold):
         n_t = task_sums(data)
@@ -50,7 +58,15 @@ class Median(ContinuousEstimator):
     Standard error: the large-sample one of the median of normal answers,
     :math:`\\sqrt{\\pi/2}\\,\\tilde s_t / \\sqrt{n_t}`, with :math:`\\tilde s_t^2` the task's
     variance around its median shrunk to the pooled one.
+
+    Parameters
+    ----------
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
+
+    def __init__(self, random_state=0):
+        self.random_state = random_state
 
     def _fit(self, data, gold):
         n_t = task_sums(data).astype(np.int64)
@@ -78,10 +94,13 @@ class TrimmedMean(ContinuousEstimator):
     ----------
     trim : float in [0, 0.5)
         Fraction trimmed at each end (0 = the mean).
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
 
-    def __init__(self, trim: float = 0.2):
+    def __init__(self, trim: float = 0.2, random_state=0):
         self.trim = trim
+        self.random_state = random_state
 
     def _fit(self, data, gold):
         n_t = task_sums(data).astype(np.int64)

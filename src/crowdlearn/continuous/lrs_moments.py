@@ -134,10 +134,14 @@ class LRSMoments(ContinuousEstimator):
         Alternating least-squares sweeps per round.
     tol : float
         Relative change of ``v`` that stops the sweeps.
+    random_state : int, default 0
+        Unused (the fit is deterministic); kept for the common interface.
     """
 
     def __init__(self, min_shared: int = 3, sparse_threshold: float = 4.0,
-                 noise_prior: float = 2.0, max_iter: int = 200, tol: float = 1e-8):
+                 noise_prior: float = 2.0, max_iter: int = 200, tol: float = 1e-8,
+                 random_state=0):
+        self.random_state = random_state
         self.min_shared = min_shared
         self.sparse_threshold = sparse_threshold
         self.noise_prior = noise_prior
