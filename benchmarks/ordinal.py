@@ -87,7 +87,7 @@ def trec() -> None:
     table = pd.crosstab(pd.Series(data.classes.take(true[known]), name="gold grade"),
                         pd.Series(data.classes.take(data.label[known]), name="answer"), normalize="index")
     table = table.reindex(index=data.classes.take(order), columns=data.classes.take(order))
-    table.index.name = "gold grade \\ answer"
+    table.index.name = "gold grade / answer"
     print("\nAnswers given the gold grade (row shares, answers on the gold tasks):\n")
     print(markdown_table(table, ".3f"))
 
