@@ -179,3 +179,15 @@ def test_checks_catch_broken_estimators(broken, check, message):
 
     with pytest.raises(AssertionError, match=message):
         getattr(checks, check)(broken())
+
+
+def test_more_bad_input():
+    df = _frame([["cat"], ["dog"]])
+    with pytest.raises(ValueError, match="true tag 'fox'"):
+        MultiLabelAnswers.from_frame(df, truth={"a": ["fox"]}, tags=["cat", "dog"])
+    with pytest.raises(ValueError, match="delimiter must be a non-empty string"):
+        MultiLabelAnswers.from_frame(df, delimiter="")
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
+        MultiLabelAnswers.from_frame(df.drop(columns="label"))
+    with pytest.raises(TypeError, match="expected MultiLabelAnswers"):
+        BinaryRelevance().fit([("a", "x", "cat")])
