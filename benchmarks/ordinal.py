@@ -79,6 +79,17 @@ def trec() -> None:
           f"{data.n_workers} workers, {len(truth)} gold tasks; Krippendorff's ordinal alpha of "
           f"the crowd = {krippendorff_alpha(data):.3f} (nominal {krippendorff_alpha(data, 'nominal'):.3f}).\n")
     print(markdown_table(pd.DataFrame(rows), ".4f", index=False))
+    # how the crowd errs on the gold tasks: an ordinal noise model expects errors to fall on
+    # neighbouring grades
+    order = ordinal_order(data.classes)
+    true = data.truth[data.task]
+    known = true >= 0
+    table = pd.crosstab(pd.Series(data.classes.take(true[known]), name="gold grade"),
+                        pd.Series(data.classes.take(data.label[known]), name="answer"), normalize="index")
+    table = table.reindex(index=data.classes.take(order), columns=data.classes.take(order))
+    table.index.name = "gold grade / answer"
+    print("\nAnswers given the gold grade (row shares, answers on the gold tasks):\n")
+    print(markdown_table(table, ".3f"))
 
 
 def synthetic() -> None:

@@ -147,3 +147,47 @@ def test_class_labels_are_one_tag_answers():
     assert as_tags.n_answers == crowd.n_labels and list(as_tags.tags) == list(crowd.classes)
     assert all(len(t) == 1 for t in as_tags.answer_tags())
     assert as_tags.truth_series().map(len).eq(1).all()
+
+
+class _WarmStarted(BinaryRelevance):
+    """Broken on purpose: each tag's fit starts from the previous tag's posteriors."""
+
+    def _fit(self, data):
+        super()._fit(data)
+        previous = None
+        for j, tag in enumerate(data.tags):
+            est = DawidSkene(max_iter=3)
+            est.fit(data.tag_labels(tag), init=previous)
+            previous = est.probas_.to_numpy()
+            self.probas_[tag] = est.probas_[1].to_numpy()
+
+
+class _FirstTaskSpecial(BinaryRelevance):
+    """Broken on purpose: the first task of the input is always tagged with every tag."""
+
+    def _fit(self, data):
+        super()._fit(data)
+        self.probas_.iloc[0] = 1.0
+
+
+@pytest.mark.parametrize("broken, check, message", [
+    (_WarmStarted, "check_equals_per_tag_fits", "differs from its aggregator alone"),
+    (_FirstTaskSpecial, "check_renaming_invariance", "renamed/reordered"),
+])
+def test_checks_catch_broken_estimators(broken, check, message):
+    from crowdlearn.testing import multilabel as checks
+
+    with pytest.raises(AssertionError, match=message):
+        getattr(checks, check)(broken())
+
+
+def test_more_bad_input():
+    df = _frame([["cat"], ["dog"]])
+    with pytest.raises(ValueError, match="true tag 'fox'"):
+        MultiLabelAnswers.from_frame(df, truth={"a": ["fox"]}, tags=["cat", "dog"])
+    with pytest.raises(ValueError, match="delimiter must be a non-empty string"):
+        MultiLabelAnswers.from_frame(df, delimiter="")
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
+        MultiLabelAnswers.from_frame(df.drop(columns="label"))
+    with pytest.raises(TypeError, match="expected MultiLabelAnswers"):
+        BinaryRelevance().fit([("a", "x", "cat")])

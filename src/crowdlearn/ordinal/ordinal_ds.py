@@ -159,6 +159,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     spam_prior : (a, b) or None, default (1.0, 9.0)
         Beta pseudo-counts of a worker's spam probability ``e_w`` (prior mean a / (a + b));
         None: no spam component.
+    backend : {"auto", "numpy", "numba"}
+        Back end of the E- and M-step passes over the answers (:mod:`crowdlearn.core.kernels`).
     classes : list, optional
         The classes from the lowest to the highest (default: :func:`ordinal_order`'s rule).
     random_state : int, default 0
@@ -186,7 +188,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
                  spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
                  prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
                  m_step_max_iter: int = 50, spam_prior: tuple[float, float] | None = (1.0, 9.0),
-                 classes: Any = None, random_state: int | None = 0) -> None:
+                 backend: str = "auto", classes: Any = None, random_state: int | None = 0) -> None:
         self.link = link
         self.fit_thresholds = fit_thresholds
         self.worker_thresholds = worker_thresholds
@@ -199,6 +201,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         self.tol = tol
         self.m_step_max_iter = m_step_max_iter
         self.spam_prior = spam_prior
+        self.backend = backend
         self.classes = classes
         self.random_state = random_state
 
@@ -242,18 +245,19 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         }
         ll_prev = -np.inf
         n_answers = max(data.n_labels, 1)
+        backend = kernels.resolve_backend(self.backend, data.n_labels)
         self.converged_ = False
         log_table = log_prior = None
         for _ in range(self.max_iter):
-            log_table, log_prior = self._m_step(data, post, state)
-            post, ll = kernels.estep(data, log_table, log_prior, "numpy")
+            log_table, log_prior = self._m_step(data, post, state, backend)
+            post, ll = kernels.estep(data, log_table, log_prior, backend)
             post = clamp_to_gold(post, gold)
             if self._record_iteration(ll, ll_prev, n_answers):
                 break
             ll_prev = ll
         if log_table is None:  # max_iter = 0: the parameters of the initial posteriors
-            log_table, log_prior = self._m_step(data, post, state)
-            post = clamp_to_gold(kernels.estep(data, log_table, log_prior, "numpy")[0], gold)
+            log_table, log_prior = self._m_step(data, post, state, backend)
+            post = clamp_to_gold(kernels.estep(data, log_table, log_prior, backend)[0], gold)
         theta = state["theta"]
         bias, spread = theta[:, 0], np.exp(theta[:, 1])
         conf_o = self._confusions(state, k)
@@ -290,9 +294,9 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             conf = (1.0 - eps) * conf + eps * state["spam"][:, None, :]
         return conf
 
-    def _m_step(self, data, post, state):
+    def _m_step(self, data, post, state, backend="numpy"):
         k, m = data.n_classes, data.n_workers
-        counts, class_counts = kernels.mstep(data, post, "numpy")  # (W*K answered, K true)
+        counts, class_counts = kernels.mstep(data, post, backend)  # (W*K answered, K true)
         counts = np.ascontiguousarray(counts.reshape(m, k, k).transpose(0, 2, 1))  # [w, true, ans]
         class_counts = class_counts + self.prior_alpha
         log_prior = np.log(np.maximum(class_counts / class_counts.sum(), _TINY))
