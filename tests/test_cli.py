@@ -252,3 +252,49 @@ def test_aggregate_platform_export(tmp_path, capsys):
     assert "9 answers" in err and "accuracy on 1 gold tasks = 1.0000" in err
     code, _, err = run(["aggregate", str(src), "--format", "auto", "--method", "bt"], capsys)
     assert code == 2 and "pairwise" in err
+
+
+def test_aggregate_continuous_ordinal_multilabel_similarity(tmp_path, capsys):
+    """Each answer kind through `aggregate`: its output columns, every unit once, and the
+    gold summary in the kind's metrics."""
+    from crowdlearn.simulate import continuous_crowd, multilabel_crowd, ordinal_crowd
+    from crowdlearn.simulate.similarity import similarity_crowd
+
+    cont, _ = continuous_crowd(n_tasks=60, seed=1)
+    cont.to_frame().to_csv(tmp_path / "c.csv", index=False)
+    cont.truth_series().rename("truth").rename_axis("task").reset_index().to_csv(tmp_path / "ct.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "c.csv"), "--kind", "continuous",
+                          "--gold", str(tmp_path / "ct.csv")], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["task", "estimate", "stderr"] and len(table) == 60
+    assert "gaussian-em (continuous)" in err and "mae = " in err
+
+    ordl, _ = ordinal_crowd(n_tasks=80, seed=1)
+    ordl.to_frame().to_csv(tmp_path / "o.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "o.csv"), "--kind", "ordinal"], capsys)
+    assert code == 0, err
+    assert list(pd.read_csv(io.StringIO(out)).columns[:3]) == ["task", "label", "confidence"]
+    assert err.startswith("ordinal-ds:")
+
+    ml, _ = multilabel_crowd(n_tasks=50, seed=1)
+    frame = ml.to_frame()
+    frame["label"] = frame["label"].str.replace("|", ";", regex=False)
+    frame.to_csv(tmp_path / "m.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "m.csv"), "--kind", "multilabel",
+                          "--delimiter", ";"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns[:3]) == ["task", "label", "confidence"] and len(table) == 50
+    assert any(c.startswith("p:") for c in table.columns)
+
+    sim, _ = similarity_crowd(n_items=60, n_clusters=3, answers_per_item=60, seed=1)
+    sim.to_frame().to_csv(tmp_path / "s.csv", index=False)
+    sim.truth_series().rename("truth").rename_axis("item").reset_index().to_csv(tmp_path / "st.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "s.csv"), "--gold", str(tmp_path / "st.csv"),
+                          "--param", "n_clusters=3"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns[:2]) == ["item", "cluster"] and len(table) == 60
+    ari = float(err.split("ari = ")[1].split(",")[0])
+    assert ari > 0.9, err

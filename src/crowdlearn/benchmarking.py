@@ -22,6 +22,7 @@ TRUTH_SCORERS: dict[str, str] = {
     "continuous": "crowdlearn.diagnostics.continuous_metrics:truth_report",
     "multilabel": "crowdlearn.diagnostics.multilabel_metrics:truth_report",
     "pairwise": "crowdlearn.diagnostics.pairwise_metrics:ranking_report",
+    "similarity": "crowdlearn.diagnostics.similarity_metrics:truth_report",
 }
 
 

@@ -8,6 +8,7 @@ module prints.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -187,7 +188,8 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = read_table(args.input, columns=cols)
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
-    data = table_cls.from_frame(df, **roles, **extra, truth=truth, first_line=first_line)
+    options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
+    data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
@@ -409,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--question", help="the export's question when it holds several")
     a.add_argument("--statuses", help="comma-separated assignment statuses kept "
                    "(default: the platform's accepted ones)")
+    a.add_argument("--delimiter", help="multilabel: the separator of tags in a label (default |)")
     a.add_argument("--gold-lower-is-better", action="store_true",
                    help="pairwise gold holds ranks or groups (1 = best), not scores")
     a.add_argument("--seed", type=int, default=None)
@@ -453,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (`| head`): not an error of ours
+        sys.stderr = open(os.devnull, "w")  # silence the flush at interpreter exit
+        return 0
     except (ValueError, TypeError, KeyError, FileNotFoundError, ImportError, OSError) as exc:
         if args.debug:
             raise

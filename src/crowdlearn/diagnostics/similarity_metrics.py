@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["adjusted_rand", "nmi", "pairwise_f1", "clustering_scores"]
+__all__ = ["adjusted_rand", "nmi", "pairwise_f1", "clustering_scores", "truth_report"]
 
 
 def _aligned(truth, pred):
@@ -69,3 +69,12 @@ def clustering_scores(truth, pred) -> dict[str, float]:
     """``{"ari", "nmi", "pairwise_f1"}`` of a clustering against gold."""
     return {"ari": adjusted_rand(truth, pred), "nmi": nmi(truth, pred),
             "pairwise_f1": pairwise_f1(truth, pred)}
+
+
+def truth_report(estimator, data) -> dict[str, float]:
+    """:func:`clustering_scores` of a fitted similarity estimator against the gold clusters its
+    :class:`~crowdlearn.similarity.data.SimilarityAnswers` carries."""
+    gold = data.truth_series()
+    if gold is None or not len(gold):
+        raise ValueError("the answers carry no truth")
+    return clustering_scores(gold, estimator.clusters_)
