@@ -55,7 +55,7 @@ REAL = {"snow_emotion": True, "movie_reviews": True, "snow_wordsim": False}  # a
 SCENARIOS = {
     "unit scales, bias +-0.5, noise 0.2-1.5": dict(),
     "scales 0.6-1.4": dict(scale=(0.6, 1.4)),
-    "scales 0.6-1.4, 20% spammers": dict(scale=(0.6, 1.4), spammer_fraction=0.2),
+    "scales 0.6-1.4, 20% spammers": dict(scale=(0.6, 1.4), spammers=0.2),
 }
 
 
@@ -148,7 +148,7 @@ def _speed_rows(n_answers: int) -> list[dict]:
     per_task = 5
     n_tasks = n_answers // per_task
     data, _ = continuous_crowd(n_tasks, 2000, per_task, assignment="random", seed=0,
-                               scale=(0.6, 1.4), spammer_fraction=0.1)
+                               scale=(0.6, 1.4), spammers=0.1)
     rows = []
     for name in METHODS:
         est = crowdlearn.get_method(name)()
@@ -158,7 +158,7 @@ def _speed_rows(n_answers: int) -> list[dict]:
                      "wall s": time.perf_counter() - w0, "rounds": est.n_iter_,
                      "converged": est.converged_})
     feats, _ = continuous_crowd(n_tasks, 2000, per_task, assignment="random", seed=0,
-                                scale=(0.6, 1.4), spammer_fraction=0.1, n_features=16)
+                                scale=(0.6, 1.4), spammers=0.1, n_features=16)
     est = crowdlearn.get_method("crowd-layer-regression")(backbone="linear", epochs=10,
                                                           batch_size=1024)
     t0, w0 = time.process_time(), time.perf_counter()
@@ -189,7 +189,7 @@ def crowd_layer_table() -> str | None:
     truth = read_table(folder / "truth.csv").set_index("task")["truth"]
     data = ContinuousAnswers.from_frame(read_table(folder / "labels.csv"), all_tasks=tasks,
                                         features=feats, truth=truth)
-    test = data.answers_per_task() == 0
+    test = data.labels_per_task() == 0
     gold = data.truth[test]
 
     def row(label, pred, seconds):

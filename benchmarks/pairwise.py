@@ -146,7 +146,7 @@ def accuracy_rows(seeds: int, use_crowdkit: bool, tmp: Path) -> list[dict]:
     for title, kw in scenarios.items():
         per_seed = []
         for seed in range(seeds):
-            data, _ = pairwise_crowd(200, 50, 5000, random_state=seed, **kw)
+            data, _ = pairwise_crowd(200, 50, 5000, seed=seed, **kw)
             csv = tmp / f"synthetic_{seed}.csv"
             data.to_frame().to_csv(csv, index=False)
             per_seed += _compare(title, data, csv, None, use_crowdkit)
@@ -167,7 +167,7 @@ def speed_rows(items: list[int], n_iter: int, use_crowdkit: bool, tmp: Path) -> 
     rows = []
     n = 10**6
     for n_items in items:
-        data, planted = pairwise_crowd(n_items, 1000, n, frac_unreliable=0.0, random_state=0)
+        data, planted = pairwise_crowd(n_items, 1000, n, frac_unreliable=0.0, seed=0)
         winner = np.where(data.outcome == 0, data.left, data.right)
         frame = pd.DataFrame({"worker": data.worker.astype(np.int64), "left": data.left.astype(np.int64),
                               "right": data.right.astype(np.int64), "label": winner.astype(np.int64)})
@@ -203,7 +203,7 @@ def speed_rows(items: list[int], n_iter: int, use_crowdkit: bool, tmp: Path) -> 
 def defaults_rows(n_items: int) -> list[dict]:
     rows = []
     for name in OURS:
-        data, planted = pairwise_crowd(n_items, 1000, 10**6, frac_unreliable=0.3, random_state=0)
+        data, planted = pairwise_crowd(n_items, 1000, 10**6, frac_unreliable=0.3, seed=0)
         est, secs = _fit_ours(name, data)
         rows.append({"method": name, "comparisons": 10**6, "items": n_items,
                      "time (s)": secs, "iterations": est.n_iter_,

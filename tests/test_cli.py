@@ -298,3 +298,20 @@ def test_aggregate_continuous_ordinal_multilabel_similarity(tmp_path, capsys):
     assert list(table.columns[:2]) == ["item", "cluster"] and len(table) == 60
     ari = float(err.split("ari = ")[1].split(",")[0])
     assert ari > 0.9, err
+
+
+@pytest.mark.parametrize("kind", ["continuous", "ordinal", "multilabel", "pairwise", "similarity"])
+def test_simulate_then_aggregate_every_kind(kind, tmp_path, capsys):
+    """`simulate --kind K` writes answers and gold that `aggregate --kind K --gold` reads back,
+    and the default method recovers the planted truth far better than chance."""
+    out, truth = tmp_path / "a.csv", tmp_path / "t.csv"
+    code, _, err = run(["simulate", "--kind", kind, "--tasks", "150", "--workers", "20",
+                        "--labels-per-task", "8" if kind != "similarity" else "60",
+                        "--classes", "3", "--out", str(out), "--truth-out", str(truth)], capsys)
+    assert code == 0, err
+    code, _, err = run(["aggregate", str(out), "--kind", kind, "--gold", str(truth)], capsys)
+    assert code == 0, err
+    metric = {"continuous": "pearson", "ordinal": "accuracy on 150 gold tasks", "multilabel": "micro_f1",
+              "pairwise": "spearman", "similarity": "ari"}[kind]
+    value = float(err.split(f"{metric} = ")[1].split(",")[0].split(";")[0])
+    assert value > 0.7, err

@@ -106,7 +106,7 @@ def test_all_tasks_and_features():
     df = pd.DataFrame({"task": ["a", "b"], "worker": [1, 2], "label": [1.0, 3.0]})
     feats = pd.DataFrame([[0.0], [1.0], [2.0]], index=["a", "b", "c"])
     data = ContinuousAnswers.from_frame(df, all_tasks=["c"], features=feats)
-    assert list(data.tasks) == ["a", "b", "c"] and data.answers_per_task().tolist() == [1, 1, 0]
+    assert list(data.tasks) == ["a", "b", "c"] and data.labels_per_task().tolist() == [1, 1, 0]
     assert data.features[:, 0].tolist() == [0.0, 1.0, 2.0]
 
 
@@ -156,7 +156,7 @@ def test_gaussian_em_at_20_answers_per_worker_is_near_the_oracle():
 
 @pytest.mark.parametrize("name", ["gaussian-em", "catd", "lrs-moments"])
 def test_worker_models_beat_the_mean_with_spammers(name):
-    data, planted = continuous_crowd(3000, 50, 5, scale=(0.6, 1.4), spammer_fraction=0.2, seed=1)
+    data, planted = continuous_crowd(3000, 50, 5, scale=(0.6, 1.4), spammers=0.2, seed=1)
     est = cl.get_method(name)().fit(data)
     assert mae(est, data) < 0.9 * mae(Mean().fit(data), data)
     noise = est.worker_noise_.to_numpy()

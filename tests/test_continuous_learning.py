@@ -70,7 +70,7 @@ def _movie_reviews(n_components=50):
     truth = read_table(folder / "truth.csv").set_index("task")["truth"]
     data = ContinuousAnswers.from_frame(read_table(folder / "labels.csv"), all_tasks=tasks,
                                         features=feats, truth=truth)
-    return data, data.answers_per_task() == 0
+    return data, data.labels_per_task() == 0
 
 
 def test_movie_reviews_end_to_end_beats_two_stage_ridge():

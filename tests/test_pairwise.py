@@ -81,7 +81,7 @@ def test_crowd_bt_beats_bt_with_reversing_workers():
     scores beats plain BT's on every seed, and it recovers the planted reliabilities."""
     for seed in range(3):
         data, planted = pairwise_crowd(200, 50, 5000, frac_unreliable=0.3, tau=0.3,
-                                       random_state=seed)
+                                       seed=seed)
         bt = BradleyTerry().fit(data)
         cbt = CrowdBT().fit(data)
         rho_bt = spearman(bt.scores_, planted.scores)
@@ -94,7 +94,7 @@ def test_crowd_bt_beats_bt_with_reversing_workers():
 
 
 def test_bt_recovers_scores_ties_and_calibrated_stderr():
-    data, planted = pairwise_crowd(100, 20, 8000, tau=0.5, eta_reliable=(1, 1), random_state=3)
+    data, planted = pairwise_crowd(100, 20, 8000, tau=0.5, eta_reliable=(1, 1), seed=3)
     bt = BradleyTerry().fit(data)
     assert spearmanr(bt.scores_, planted.scores).statistic > 0.97
     assert abs(np.log(bt.theta_) - 0.5) < 0.05
@@ -114,7 +114,7 @@ def test_thurstone_recovers_probit_scores():
 
 
 def test_bt_left_right_swap_is_exact():
-    data, _ = pairwise_crowd(40, 10, 800, tau=0.3, random_state=2)
+    data, _ = pairwise_crowd(40, 10, 800, tau=0.3, seed=2)
     frame = data.to_frame()
     frame[["left", "right"]] = frame[["right", "left"]].to_numpy()
     a = BradleyTerry().fit(data).scores_
@@ -126,7 +126,7 @@ def test_bt_left_right_swap_is_exact():
 def test_noisy_bt_gradient_matches_finite_differences(has_ties):
     tau = 0.4 if has_ties else 0.0
     data, _ = pairwise_crowd(15, 6, 300, tau=tau, bias_scale=0.5, frac_unreliable=0.3,
-                             random_state=1)
+                             seed=1)
     rng = np.random.default_rng(0)
     x = rng.normal(0.0, 0.8, data.n_items + 2 * data.n_workers + int(has_ties))
     value, grad = noisy_bt_loss(x, data, has_ties, 1.0, 0.1)
@@ -173,7 +173,7 @@ def test_grouped_data_ranks_within_groups_without_warning():
 
 
 def test_bad_hyper_parameters():
-    data, _ = pairwise_crowd(10, 3, 50, random_state=0)
+    data, _ = pairwise_crowd(10, 3, 50, seed=0)
     with pytest.raises(ValueError, match="prior_strength"):
         BradleyTerry(prior_strength=0).fit(data)
     with pytest.raises(ValueError, match="max_iter"):

@@ -19,7 +19,7 @@ def _accuracy(agg, planted) -> float:
 
 @pytest.mark.parametrize("method", ["crowd-bt", "ds"])
 def test_aggregation_beats_majority_and_finds_reliabilities(method):
-    prefs, planted = preference_crowd(60, 4, 20, 3, random_state=1)
+    prefs, planted = preference_crowd(60, 4, 20, 3, seed=1)
     votes = prefs.labels.vote_counts()
     majority = float(np.mean((votes[:, 1] > votes[:, 0]).astype(int) == planted.better.to_numpy()))
     agg = PreferenceAggregator(method=method).fit(prefs)
@@ -31,7 +31,7 @@ def test_aggregation_beats_majority_and_finds_reliabilities(method):
 
 
 def test_dpo_jsonl(tmp_path):
-    prefs, _ = preference_crowd(20, 3, 10, 3, random_state=2)
+    prefs, _ = preference_crowd(20, 3, 10, 3, seed=2)
     agg = PreferenceAggregator().fit(prefs)
     path = tmp_path / "dpo.jsonl"
     n = agg.to_dpo_jsonl(path, min_confidence=0.6)

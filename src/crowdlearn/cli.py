@@ -358,26 +358,54 @@ def _cmd_demo(args) -> int:
     return 0
 
 
-def _cmd_simulate(args) -> int:
+def _simulated(args):
+    """The answer table ``crowdlearn simulate`` draws for ``--kind``, and its gold as a Series
+    (unit -> truth); the common flags mean the same for every kind (``--classes``: classes,
+    tags or clusters; ``--spammers``: workers who answer at random, or reverse comparisons)."""
     from . import simulate
+
+    kind = args.kind or "classification"
+    n, m, r, k, spam, seed = args.tasks, args.workers, args.labels_per_task, args.classes, args.spammers, args.seed
+    if kind == "classification":
+        data = simulate.dawid_skene(n_tasks=n, n_workers=m, n_classes=k, labels_per_task=r,
+                                    spammers=spam, adversaries=args.adversaries, seed=seed)
+        return data, data.truth_series()
+    if kind == "continuous":
+        data, _ = simulate.continuous_crowd(n, m, r, spammers=spam, seed=seed)
+    elif kind == "ordinal":
+        data, _ = simulate.ordinal_crowd(n, m, k, r, spammers=spam, seed=seed)
+        return data, data.truth_series()
+    elif kind == "multilabel":
+        data, _ = simulate.multilabel_crowd(n, m, k, r, spammers=spam, seed=seed)
+    elif kind == "pairwise":
+        data, _ = simulate.pairwise_crowd(n, m, n * r, frac_unreliable=spam, seed=seed)
+    elif kind == "similarity":
+        data, _ = simulate.similarity_crowd(n, k, m, answers_per_item=r, random_fraction=spam, seed=seed)
+    else:
+        raise UsageError(f"--kind must be one of classification, continuous, ordinal, multilabel, "
+                         f"pairwise, similarity; got {kind!r}")
+    return data, data.truth_series()
+
+
+def _cmd_simulate(args) -> int:
     from .core.io import write_table
 
-    data = simulate.dawid_skene(
-        n_tasks=args.tasks,
-        n_workers=args.workers,
-        n_classes=args.classes,
-        labels_per_task=args.labels_per_task,
-        spammers=args.spammers,
-        adversaries=args.adversaries,
-        seed=args.seed,
-    )
+    data, truth = _simulated(args)
     write_table(data.to_frame(), args.out)
-    if args.truth_out:
+    if args.truth_out and truth is not None:
         import pandas as pd
 
-        write_table(pd.DataFrame({"task": data.tasks, "truth": data.classes.take(data.truth)}), args.truth_out)
-    print(f"wrote {data.n_labels} answers to {args.out}", file=sys.stderr)
+        unit = "item" if args.kind in ("pairwise", "similarity") else "task"
+        values = truth.map(lambda v: "|".join(map(str, v)) if isinstance(v, (tuple, frozenset, set, list)) else v)
+        write_table(pd.DataFrame({unit: [_unit_id(i) for i in truth.index], "truth": values.to_numpy()}),
+                    args.truth_out)
+    print(f"wrote {len(data)} answers to {args.out}", file=sys.stderr)
     return 0
+
+
+def _unit_id(index_value):
+    """Grouped pairwise items are (group, item) pairs; files name them ``group::item``."""
+    return "::".join(map(str, index_value)) if isinstance(index_value, tuple) else index_value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -437,7 +465,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_cmd_demo)
 
-    s = sub.add_parser("simulate", help="write a synthetic crowd (Dawid-Skene workers)")
+    s = sub.add_parser("simulate", help="write a synthetic crowd with planted truth (any kind)")
+    s.add_argument("--kind", default=None, help="classification (Dawid-Skene workers, the default), "
+                   "continuous, ordinal, multilabel, pairwise (--tasks items, tasks x "
+                   "labels-per-task comparisons) or similarity (--classes clusters)")
     s.add_argument("--tasks", type=int, default=1000)
     s.add_argument("--workers", type=int, default=50)
     s.add_argument("--classes", type=int, default=3)

@@ -76,7 +76,7 @@ def pooled_variance(data: ContinuousAnswers, center: np.ndarray) -> float:
     """Within-task variance pooled over tasks: sum of squared deviations from the per-task
     ``center`` over (answers - tasks with answers); falls back to the variance of all answers
     (and to 1 when that is 0 too, so that it can divide)."""
-    n_t = data.answers_per_task()
+    n_t = data.labels_per_task()
     dof = data.n_answers - int(np.count_nonzero(n_t))
     ss = float(np.sum((data.value - center[data.task]) ** 2))
     if dof > 0 and ss > 0:
@@ -93,7 +93,7 @@ def shrunk_task_variance(data: ContinuousAnswers, center: np.ndarray, sq_dev: np
     if sq_dev is None:
         sq_dev = (data.value - center[data.task]) ** 2
     ss = task_sums(data, sq_dev)
-    n_t = data.answers_per_task()
+    n_t = data.labels_per_task()
     s2 = pooled_variance(data, center)
     return (ss + pseudo * s2) / (np.maximum(n_t - 1, 0) + pseudo)
 
@@ -165,7 +165,7 @@ class ContinuousEstimator(AnswerEstimator):
         est = np.array(fitted.estimate, dtype=np.float64)
         se = np.array(fitted.stderr, dtype=np.float64)
         if fitted.prior_for_unanswered:
-            empty = data.answers_per_task() == 0
+            empty = data.labels_per_task() == 0
             mean, spread = answer_spread(data)
             est[empty], se[empty] = mean, spread
         known = np.isfinite(gold_values)

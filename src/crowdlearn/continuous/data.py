@@ -147,7 +147,7 @@ class ContinuousAnswers:
                 f"workers={self.n_workers}{tail})")
 
     # ---------------------------------------------------------- derived data
-    def answers_per_task(self) -> np.ndarray:
+    def labels_per_task(self) -> np.ndarray:
         return np.diff(self.task_ptr)
 
     def answers_per_worker(self) -> np.ndarray:

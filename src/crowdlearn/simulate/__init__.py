@@ -11,17 +11,19 @@
   :func:`annotate`, :func:`instance_outliers`).
 * the other answer kinds, each with planted truth and planted worker parameters:
   :func:`continuous_crowd`, :func:`ordinal_crowd`, :func:`multilabel_crowd`,
-  :func:`pairwise_crowd` and :func:`preference_crowd`.
+  :func:`pairwise_crowd`, :func:`preference_crowd` and :func:`similarity_crowd` (each
+  returns the answer table and a ``<Kind>Planted`` record of the planted parameters).
 
 Every generator is a call into :func:`crowd`; the same seed gives the same output.
 """
 
 from . import features  # noqa: F401
 from .assignment import assign_workers
-from .continuous import continuous_crowd
-from .multilabel import multilabel_crowd
-from .ordinal import ordinal_crowd
-from .pairwise import pairwise_crowd, preference_crowd
+from .continuous import ContinuousPlanted, continuous_crowd
+from .multilabel import MultiLabelPlanted, multilabel_crowd
+from .ordinal import OrdinalPlanted, ordinal_crowd
+from .pairwise import PairwisePlanted, PreferencePlanted, pairwise_crowd, preference_crowd
+from .similarity import SimilarityPlanted, similarity_crowd
 from .crowds import Planted, SimulatedLabels, crowd
 from .features import annotate, class_features, instance_outliers, outlier_classes
 from .scenarios import dawid_skene, hammer_spammer, maxmig_structures, one_coin, sparse_regular
@@ -29,6 +31,12 @@ from .workers import Beta, WorkerSpec, one_coin_confusions
 
 __all__ = [
     "Beta",
+    "ContinuousPlanted",
+    "MultiLabelPlanted",
+    "OrdinalPlanted",
+    "PairwisePlanted",
+    "PreferencePlanted",
+    "SimilarityPlanted",
     "Planted",
     "SimulatedLabels",
     "WorkerSpec",
@@ -49,5 +57,6 @@ __all__ = [
     "outlier_classes",
     "pairwise_crowd",
     "preference_crowd",
+    "similarity_crowd",
     "sparse_regular",
 ]

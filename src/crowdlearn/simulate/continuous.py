@@ -11,7 +11,7 @@ is 0 and its answers are drawn around the truth's mean with the truth's spread
 (:math:`b_w = \\mu`, :math:`\\sigma_w = \\tau`), which is the same model with
 :math:`s_w = 0`.  Which worker answers which task comes from
 :func:`crowdlearn.simulate.assignment.assign_workers` (``"regular"``: every worker gets the
-same number of tasks, ``n_tasks * answers_per_task / n_workers``).
+same number of tasks, ``n_tasks * labels_per_task / n_workers``).
 
 The planted biases and scales are drawn in the estimators' gauge (answer-weighted mean scale
 1 and mean bias 0 over the non-spammers is *not* forced: the draws are centred on 1 and 0, so
@@ -28,11 +28,11 @@ import numpy as np
 from ..continuous.data import ContinuousAnswers
 from .assignment import Assignment, assign_workers
 
-__all__ = ["PlantedContinuous", "continuous_crowd"]
+__all__ = ["ContinuousPlanted", "continuous_crowd"]
 
 
 @dataclass(frozen=True, eq=False)
-class PlantedContinuous:
+class ContinuousPlanted:
     """The parameters a continuous crowd was drawn from.
 
     Attributes
@@ -74,7 +74,7 @@ def _draw(value: Any, size: int, rng: np.random.Generator, what: str) -> np.ndar
 def continuous_crowd(
     n_tasks: int = 200,
     n_workers: int = 20,
-    answers_per_task: int = 5,
+    labels_per_task: int = 5,
     *,
     assignment: Assignment = "regular",
     truth_mean: float = 0.0,
@@ -82,18 +82,18 @@ def continuous_crowd(
     bias: Any = (-0.5, 0.5),
     scale: Any = 1.0,
     noise: Any = (0.2, 1.5),
-    spammer_fraction: float = 0.0,
+    spammers: float = 0.0,
     n_features: int = 0,
     feature_noise: float = 0.5,
     seed: Any = 0,
-) -> tuple[ContinuousAnswers, PlantedContinuous]:
+) -> tuple[ContinuousAnswers, ContinuousPlanted]:
     """Draw a continuous crowd with planted truth and worker parameters.
 
     Parameters
     ----------
-    n_tasks, n_workers, answers_per_task : int
-        Sizes; each task gets ``answers_per_task`` distinct workers.  With
-        ``assignment="regular"`` every worker answers ``n_tasks * answers_per_task /
+    n_tasks, n_workers, labels_per_task : int
+        Sizes; each task gets ``labels_per_task`` distinct workers.  With
+        ``assignment="regular"`` every worker answers ``n_tasks * labels_per_task /
         n_workers`` tasks (e.g. 1000 tasks, 50 workers, 5 per task: 100 per worker).
     assignment : {"regular", "random"}
         See :func:`~crowdlearn.simulate.assignment.assign_workers`.
@@ -102,7 +102,7 @@ def continuous_crowd(
     bias, scale, noise : float, (low, high) or array of n_workers
         Planted :math:`b_w`, :math:`s_w`, :math:`\\sigma_w` (uniform draws in a range);
         ``bias`` and ``noise`` are in units of ``truth_sd``.
-    spammer_fraction : float in [0, 1)
+    spammers : float in [0, 1)
         Share of workers (rounded down) that answer independently of the task.
     n_features : int
         Item features to attach (end-to-end regression): ``x_t = (z_t - mu) / tau * u +
@@ -116,14 +116,14 @@ def continuous_crowd(
     -------
     answers : ContinuousAnswers
         With ``truth`` set; task ids ``0..n_tasks-1``, worker ids ``0..n_workers-1``.
-    planted : PlantedContinuous
+    planted : ContinuousPlanted
     """
     if truth_sd <= 0 or not np.isfinite(truth_sd):
         raise ValueError(f"truth_sd must be a finite number > 0, got {truth_sd!r}")
-    if not 0 <= spammer_fraction < 1:
-        raise ValueError(f"spammer_fraction must lie in [0, 1), got {spammer_fraction!r}")
+    if not 0 <= spammers < 1:
+        raise ValueError(f"spammers must lie in [0, 1), got {spammers!r}")
     rng = np.random.default_rng(seed)
-    task, worker = assign_workers(n_tasks, n_workers, answers_per_task, assignment, rng)
+    task, worker = assign_workers(n_tasks, n_workers, labels_per_task, assignment, rng)
     truth = rng.normal(truth_mean, truth_sd, n_tasks)
     b = _draw(bias, n_workers, rng, "bias") * truth_sd
     s = _draw(scale, n_workers, rng, "scale")
@@ -131,7 +131,7 @@ def continuous_crowd(
     if np.any(sigma < 0):
         raise ValueError("noise must be >= 0")
     spammer = np.zeros(n_workers, dtype=bool)
-    n_spam = int(np.floor(spammer_fraction * n_workers))
+    n_spam = int(np.floor(spammers * n_workers))
     spammer[rng.choice(n_workers, n_spam, replace=False)] = True
     # a spammer's answers do not depend on the task: scale 0, centred on the truths' mean
     s[spammer], b[spammer], sigma[spammer] = 0.0, truth_mean, truth_sd
@@ -144,4 +144,4 @@ def continuous_crowd(
         features = signal[:, None] * u + feature_noise * rng.standard_normal((n_tasks, int(n_features)))
     answers = ContinuousAnswers.from_codes(task, worker, values, n_tasks=n_tasks,
                                            n_workers=n_workers, truth=truth, features=features)
-    return answers, PlantedContinuous(truth=truth, bias=b, scale=s, noise=sigma, spammer=spammer)
+    return answers, ContinuousPlanted(truth=truth, bias=b, scale=s, noise=sigma, spammer=spammer)

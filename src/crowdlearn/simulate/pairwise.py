@@ -48,7 +48,7 @@ def pairwise_crowd(n_items: int = 200, n_workers: int = 50, n_comparisons: int =
                    frac_unreliable: float = 0.0, eta_reliable=(0.85, 1.0),
                    eta_unreliable=(0.05, 0.35), score_scale: float = 1.5, tau: float = 0.0,
                    bias_scale: float = 0.0, link: str = "logistic", n_uncompared: int = 0,
-                   random_state=0) -> tuple[Comparisons, PairwisePlanted]:
+                   seed=0) -> tuple[Comparisons, PairwisePlanted]:
     """Draw a crowd of comparisons; returns ``(Comparisons with truth, PairwisePlanted)``.
 
     Parameters
@@ -67,9 +67,9 @@ def pairwise_crowd(n_items: int = 200, n_workers: int = 50, n_comparisons: int =
     link : {"logistic", "probit"}
     n_uncompared : int
         Extra items listed in the table (with planted scores) but never compared.
-    random_state : int, default 0
+    seed : int, default 0
     """
-    rng = resolve_generator(random_state)
+    rng = resolve_generator(seed)
     scores = rng.normal(0.0, score_scale, n_items + n_uncompared)
     n_bad = int(round(frac_unreliable * n_workers))
     reliable = np.ones(n_workers, dtype=bool)
@@ -116,7 +116,7 @@ class PreferencePlanted:
 def preference_crowd(n_prompts: int = 50, responses_per_prompt: int = 4, n_workers: int = 20,
                      annotations_per_pair: int = 3, *, frac_unreliable: float = 0.3,
                      eta_reliable=(0.85, 1.0), eta_unreliable=(0.05, 0.35),
-                     score_scale: float = 1.5, tau: float = 0.2, random_state=0):
+                     score_scale: float = 1.5, tau: float = 0.2, seed=0):
     """Preference annotations on every pair of responses of every prompt.
 
     Each response has a planted quality ``N(0, score_scale^2)``; each pair is judged by
@@ -126,7 +126,7 @@ def preference_crowd(n_prompts: int = 50, responses_per_prompt: int = 4, n_worke
     """
     from ..pairwise.preferences import Preferences
 
-    rng = resolve_generator(random_state)
+    rng = resolve_generator(seed)
     n_bad = int(round(frac_unreliable * n_workers))
     reliable = np.ones(n_workers, dtype=bool)
     reliable[rng.permutation(n_workers)[:n_bad]] = False

@@ -19,11 +19,11 @@ import pandas as pd
 from ..core.base import resolve_generator
 from ..similarity.data import SimilarityAnswers
 
-__all__ = ["PlantedSimilarity", "similarity_crowd"]
+__all__ = ["SimilarityPlanted", "similarity_crowd"]
 
 
 @dataclass(frozen=True, eq=False)
-class PlantedSimilarity:
+class SimilarityPlanted:
     """What a similarity simulation was drawn from.
 
     Attributes
@@ -58,7 +58,7 @@ def similarity_crowd(
     n_features: int = 0,
     separation: float = 3.0,
     seed=0,
-) -> tuple[SimilarityAnswers, PlantedSimilarity]:
+) -> tuple[SimilarityAnswers, SimilarityPlanted]:
     """Draw a crowd of same/different answers on random item pairs.
 
     Parameters
@@ -88,7 +88,7 @@ def similarity_crowd(
     -------
     answers : SimilarityAnswers
         With ``truth`` = planted clusters (and ``features`` when asked).
-    planted : PlantedSimilarity
+    planted : SimilarityPlanted
     """
     rng = resolve_generator(seed)
     if n_items < 2 or n_clusters < 1 or n_workers < 1:
@@ -131,4 +131,4 @@ def similarity_crowd(
     answers = SimilarityAnswers.from_codes(worker, a, b, same.astype(np.int8), n_items=n_items,
                                            n_workers=n_workers, truth=clusters,
                                            features=features)
-    return answers, PlantedSimilarity(clusters=clusters, reliability=rel, random=is_random)
+    return answers, SimilarityPlanted(clusters=clusters, reliability=rel, random=is_random)

@@ -24,7 +24,7 @@ SCORE_ATOL = 2e-3
 
 def toy(seed: int) -> Comparisons:
     """30 items, 8 workers, 400 comparisons with ties and one reversing worker."""
-    data, _ = pairwise_crowd(30, 8, 400, frac_unreliable=0.125, tau=0.3, random_state=seed)
+    data, _ = pairwise_crowd(30, 8, 400, frac_unreliable=0.125, tau=0.3, seed=seed)
     return data
 
 
@@ -98,8 +98,8 @@ def check_disconnected_graph(est: Any) -> None:
     """Two sets of items never compared with each other: a UserWarning naming the number of
     components, and a finite result (the prior ties the components together)."""
     who = describe(est)
-    a, _ = pairwise_crowd(12, 4, 150, tau=0.3, random_state=5)
-    b, _ = pairwise_crowd(12, 4, 150, tau=0.3, random_state=6)
+    a, _ = pairwise_crowd(12, 4, 150, tau=0.3, seed=5)
+    b, _ = pairwise_crowd(12, 4, 150, tau=0.3, seed=6)
     fa, fb = a.to_frame(), b.to_frame()
     for col in ("left", "right", "label"):
         fb[col] = fb[col].map(lambda v: v if v == "tie" else f"B{v}")
