@@ -315,3 +315,26 @@ def test_simulate_then_aggregate_every_kind(kind, tmp_path, capsys):
               "pairwise": "spearman", "similarity": "ari"}[kind]
     value = float(err.split(f"{metric} = ")[1].split(",")[0].split(";")[0])
     assert value > 0.7, err
+
+
+def test_preferences_to_dpo(tmp_path, capsys):
+    """`preferences` aggregates a/b/tie annotations (a pair shown both ways round is one pair)
+    and writes DPO lines whose chosen response is the one the reliable annotators prefer."""
+    import json
+
+    rows = ["prompt,response_a,response_b,worker,label"]
+    for w in range(5):
+        rows.append(f"p1,good,bad,w{w},a")
+        rows.append(f"p2,meh,fine,w{w},b")
+    rows.append("p1,bad,good,w5,b")  # the same pair, the other way round
+    rows.append("p1,good,bad,w6,a")
+    src = tmp_path / "prefs.csv"
+    src.write_text("\n".join(rows) + "\n")
+    dpo = tmp_path / "dpo.jsonl"
+    code, out, err = run(["preferences", str(src), "--dpo", str(dpo)], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert len(table) == 2 and set(table["preferred"]) == {"good", "fine"}
+    lines = [json.loads(x) for x in dpo.read_text().splitlines()]
+    assert {(d["prompt"], d["chosen"], d["rejected"]) for d in lines} == {("p1", "good", "bad"), ("p2", "fine", "meh")}
+    assert all(0.5 <= d["confidence"] <= 1 for d in lines)

@@ -408,6 +408,24 @@ def _unit_id(index_value):
     return "::".join(map(str, index_value)) if isinstance(index_value, tuple) else index_value
 
 
+def _cmd_preferences(args) -> int:
+    """Preference annotations -> a preference per (prompt, pair), and DPO-ready JSON Lines."""
+    from .pairwise.preferences import PreferenceAggregator, Preferences
+
+    prefs = Preferences.from_csv(args.input)
+    params = _parse_params(args.param)
+    agg = PreferenceAggregator(method=args.method, params=params or None,
+                               random_state=0 if args.seed is None else args.seed)
+    agg.fit(prefs)
+    _write(agg.result_frame(), args.out)
+    summary = f"preferences ({args.method}): {prefs!r}"
+    if args.dpo:
+        n = agg.to_dpo_jsonl(args.dpo, min_confidence=args.min_confidence)
+        summary += f"; wrote {n} DPO lines (confidence >= {args.min_confidence}) to {args.dpo}"
+    print(summary, file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crowdlearn", description="Learning from crowds.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -445,6 +463,22 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.set_defaults(func=_cmd_aggregate)
+
+    pr = sub.add_parser(
+        "preferences", help="aggregate preference annotations (which response is better) for DPO",
+        description="Rows prompt,response_a,response_b,worker,label (label a, b or tie). Writes "
+        "pair,prompt,response_1,response_2,p_1,p_2,p_tie,preferred,confidence; --dpo also writes "
+        "prompt,chosen,rejected,confidence JSON Lines for a DPO trainer.")
+    pr.add_argument("input", help="CSV/TSV/JSON Lines file of preference annotations")
+    pr.add_argument("--method", default="crowd-bt", help="crowd-bt (default) or ds")
+    pr.add_argument("--out", help="output table (default: CSV on stdout)")
+    pr.add_argument("--dpo", help="also write DPO JSON Lines here")
+    pr.add_argument("--min-confidence", type=float, default=0.5,
+                    help="pairs whose preferred response has a lower probability are left out of --dpo")
+    pr.add_argument("--seed", type=int, default=None)
+    pr.add_argument("--param", action="append", metavar="KEY=VALUE",
+                    help="parameter of the underlying method")
+    pr.set_defaults(func=_cmd_preferences)
 
     m = sub.add_parser("methods", help="list the registered methods: kind, needs, description")
     m.add_argument("--kind", help="only methods of this kind (classification, learning, "
