@@ -106,7 +106,7 @@ def test_bt_recovers_scores_ties_and_calibrated_stderr():
 
 def test_thurstone_recovers_probit_scores():
     data, planted = pairwise_crowd(100, 20, 6000, tau=0.3, link="probit", eta_reliable=(1, 1),
-                                   random_state=4)
+                                   seed=4)
     th = Thurstone().fit(data)
     assert spearmanr(th.scores_, planted.scores).statistic > 0.97
     assert abs(th.tau_ - 0.3) < 0.05
@@ -143,7 +143,7 @@ def test_noisy_bt_gradient_matches_finite_differences(has_ties):
 
 def test_noisy_bt_recovers_position_bias_and_beats_bt():
     data, planted = pairwise_crowd(100, 20, 8000, bias_scale=1.5, frac_unreliable=0.3,
-                                   eta_unreliable=(0.5, 0.6), random_state=5)
+                                   eta_unreliable=(0.5, 0.6), seed=5)
     nbt = NoisyBT().fit(data)
     bt = BradleyTerry().fit(data)
     # the simulator shifts every answer by the bias, NoisyBT only a guessing worker's
