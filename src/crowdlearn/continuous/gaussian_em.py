@@ -85,7 +85,7 @@ class GaussianEM(ContinuousEstimator):
         return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
 
     def _fit(self, data, gold):
-        x, task, worker = data.value, data.task, data.worker
+        x, worker = data.value, data.worker
         n_t = task_sums(data)
         n_w = worker_sums(data)
         answered = n_t > 0

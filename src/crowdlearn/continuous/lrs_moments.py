@@ -177,7 +177,7 @@ class LRSMoments(ContinuousEstimator):
         offset = means - center
         s, d, mu, k, _ = fix_gauge(v, offset, center, n_w * v**2 / sig2, n_w)
         tau2 = k**2
-        worker, task = data.worker, data.task
+        worker = data.worker
         prec = 1.0 / tau2 + task_sums(data, (s**2 / sig2)[worker])
         num = task_sums(data, (s / sig2)[worker] * (data.value - means[worker]))
         est = mu + num / prec

@@ -147,7 +147,7 @@ class SymNMFClustering(SimilarityEstimator):
         if not (np.isfinite(self.reliability_prior) and self.reliability_prior >= 0):
             raise ValueError(f"reliability_prior must be a finite number >= 0, got "
                              f"{self.reliability_prior!r} (SymNMFClustering)")
-        n, k = data.n_items, n_clusters
+        k = n_clusters
         answered = data.answers_per_item() > 0
         rel = np.full(data.n_workers, 0.75)  # equal weights: round 1 is a vote count
         same_share = 1.0 / k
