@@ -338,3 +338,24 @@ def test_preferences_to_dpo(tmp_path, capsys):
     lines = [json.loads(x) for x in dpo.read_text().splitlines()]
     assert {(d["prompt"], d["chosen"], d["rejected"]) for d in lines} == {("p1", "good", "bad"), ("p2", "fine", "meh")}
     assert all(0.5 <= d["confidence"] <= 1 for d in lines)
+
+
+def test_aggregate_numeric_export_as_continuous(tmp_path, capsys):
+    """A Toloka export of ratings read as numbers (--format toloka --kind continuous): one
+    estimate per task, control tasks' gold scored, a rating that is not a number refused."""
+    src = tmp_path / "ratings.tsv"
+    rows = ["INPUT:text\tOUTPUT:score\tGOLDEN:score\tASSIGNMENT:worker_id\tASSIGNMENT:status"]
+    for task, value in (("t1", 2.0), ("t2", 7.0), ("t3", 4.5)):
+        for w, noise in enumerate((-0.5, 0.0, 0.5)):
+            gold = f"{value}" if task == "t1" else ""
+            rows.append(f"{task}\t{value + noise}\t{gold}\tw{w}\tAPPROVED")
+    src.write_text("\n".join(rows) + "\n")
+    code, out, err = run(["aggregate", str(src), "--format", "toloka", "--kind", "continuous",
+                          "--method", "mean"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out)).set_index("task")
+    assert table["estimate"].round(6).to_dict() == {"t1": 2.0, "t2": 7.0, "t3": 4.5}
+    assert "mae = 0.0000" in err
+    src.write_text(src.read_text().replace("\t7.5\t", "\tseven\t"))
+    code, _, err = run(["aggregate", str(src), "--format", "toloka", "--kind", "continuous"], capsys)
+    assert code == 2 and "seven" in err, err

@@ -158,9 +158,11 @@ def _cmd_aggregate(args) -> int:
     colmap = _column_map(args)
     if args.format:
         kind = _resolve_kind(args, set())
+        if kind == "continuous":
+            return _aggregate_answers(args, kind, colmap, None)
         if kind not in ("classification", "ordinal"):
-            raise UsageError(f"--format reads class labels; {kind} answers from platform "
-                             "exports are not supported yet")
+            raise UsageError(f"--format reads class labels or numbers; {kind} answers from "
+                             "platform exports are not supported yet")
         return _aggregate_labels(args, kind, colmap, None)
     needs_header = args.kind is None and args.method is None
     kind = _resolve_kind(args, set(read_table(args.input).columns) if needs_header else set())
@@ -174,11 +176,19 @@ def _cmd_aggregate(args) -> int:
 def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
     """Continuous, multi-label, pairwise and similarity answers: the kind's table in, the
     fitted ``result_frame()`` out."""
-    from .benchmarking import truth_scores
     from .core.io import read_table
-    from .registry import DEFAULT_METHODS, answer_type_of
+    from .registry import answer_type_of
 
     table_cls = answer_type_of(kind)
+    if args.format:  # numbers from a platform's export (crowdlearn.io)
+        from .io import read_export
+
+        data = read_export(args.input, None if args.format == "auto" else args.format, kind=kind,
+                           question=args.question,
+                           statuses=args.statuses.split(",") if args.statuses else None)
+        if args.gold:
+            data = data.with_truth(_read_answer_gold(args, kind, {}))
+        return _fit_answers(args, kind, data)
     roles = {role: colmap.get(role, role) for role in table_cls.ROLES}
     extra = {role: col for role, col in colmap.items()
              if role not in roles and role not in ("task", "worker", "label")}
@@ -191,6 +201,15 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
     data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
+    return _fit_answers(args, kind, data)
+
+
+def _fit_answers(args, kind: str, data) -> int:
+    """Fit the kind's method on its answer table, write ``result_frame()``, and summarise
+    (with the kind's metrics against the gold the table carries, if any)."""
+    from .benchmarking import truth_scores
+    from .registry import DEFAULT_METHODS
+
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
     t0 = time.perf_counter()
@@ -198,10 +217,9 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
     elapsed = time.perf_counter() - t0
     _write(est.result_frame(), args.out)
     summary = f"{name} ({kind}): {data!r}; {elapsed:.3f} s"
-    if truth is not None:
-        scores = truth_scores(est, data)
-        if scores:
-            summary += "; against gold: " + ", ".join(f"{k} = {v:.4f}" for k, v in scores.items())
+    scores = truth_scores(est, data)  # empty without gold
+    if scores:
+        summary += "; against gold: " + ", ".join(f"{k} = {v:.4f}" for k, v in scores.items())
     print(summary, file=sys.stderr)
     return 0
 

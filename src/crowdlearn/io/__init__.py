@@ -210,8 +210,9 @@ def read_export(
         The question (output field, control tag, label ...) to read when the export holds
         several; the error lists them.
     kind : str
-        The answer kind wanted.  The readers produce class labels (``"classification"``;
-        ``"ordinal"`` and ``"learning"`` use the same table).
+        The answer kind wanted: class labels (``"classification"``; ``"ordinal"`` and
+        ``"learning"`` use the same table), or ``"continuous"`` for exports whose answers are
+        numbers (ratings, scores; a non-number names its row).
     statuses : iterable of str, optional
         The answer statuses kept (case-insensitive); default: the platform's, in each
         module's ``DEFAULT_STATUSES`` (rejected, cancelled, discarded, ignored or tainted
@@ -225,18 +226,24 @@ def read_export(
 
     Returns
     -------
-    CrowdLabels
-        With ``truth`` holding the export's gold labels (control tasks, test questions,
+    CrowdLabels, or ContinuousAnswers for ``kind="continuous"``
+        With ``truth`` holding the export's gold (control tasks, test questions,
         ground-truth annotations) where it has them.
     """
-    if kind not in _LABEL_KINDS:
+    if kind not in (*_LABEL_KINDS, "continuous"):
         raise ValueError(
-            f"kind={kind!r}: the export readers produce class labels for now "
-            f"(kind one of {', '.join(_LABEL_KINDS)}); read_export_frame gives the answers as "
-            "text for other kinds' tables"
+            f"kind={kind!r}: the export readers produce class labels or numbers "
+            f"(kind one of {', '.join(_LABEL_KINDS)}, continuous); read_export_frame gives the "
+            "answers as text for other kinds' tables"
         )
     frame = read_export_frame(path, format, question=question, statuses=statuses,
                               encoding=encoding, **options)
+    if kind == "continuous":
+        from ..continuous.data import ContinuousAnswers
+
+        if classes is not None:
+            raise ValueError("classes= does not apply to continuous answers")
+        return ContinuousAnswers.from_frame(frame.answers, truth=frame.truth)
     return CrowdLabels.from_frame(frame.answers, classes=classes, truth=frame.truth)
 
 
