@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.answer_table import AnswerTable
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "load_continuous_folder", "to_numbers"]
@@ -50,7 +51,7 @@ def _show(value: Any) -> str:
     return repr(value)
 
 
-class ContinuousAnswers:
+class ContinuousAnswers(AnswerTable):
     """Numeric crowd answers as an immutable, integer-coded long table sorted by task.
 
     Parameters
@@ -279,24 +280,6 @@ class ContinuousAnswers:
     def from_records(cls, records: Iterable[tuple[Hashable, Hashable, Any]], **kwargs: Any):
         """Build from an iterable of (task, worker, value) tuples."""
         return cls.from_frame(pd.DataFrame(list(records), columns=list(cls.ROLES)), **kwargs)
-
-    @classmethod
-    def from_csv(cls, path, task="task", worker="worker", label="label", **kwargs):
-        """Read a CSV/TSV/JSON Lines file (format from the extension), one row per answer;
-        errors name file lines."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(task, worker, label))
-        kwargs.setdefault("first_line", 2)
-        return cls.from_frame(df, task, worker, label, **kwargs)
-
-    @classmethod
-    def from_parquet(cls, path, task="task", worker="worker", label="label", **kwargs):
-        """Read a Parquet file (needs pyarrow)."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(task, worker, label), fmt="parquet")
-        return cls.from_frame(df, task, worker, label, **kwargs)
 
     def with_truth(self, truth: Mapping[Hashable, Any] | pd.Series | None) -> "ContinuousAnswers":
         """A copy with gold values (NaN = unknown) replacing the current truth."""

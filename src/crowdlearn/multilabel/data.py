@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.answer_table import AnswerTable
 from ..core.data import CrowdLabels, factorize_ids, row_list
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -69,7 +70,7 @@ def parse_tag_sets(values: Iterable[Any], delimiter: str = "|", what: str = "lab
     return counts, flat
 
 
-class MultiLabelAnswers:
+class MultiLabelAnswers(AnswerTable):
     """Crowd answers that are sets of tags, as an immutable integer-coded table sorted by task.
 
     Parameters
@@ -311,25 +312,6 @@ class MultiLabelAnswers:
                               truth_code=np.concatenate(per_task) if len(per_task) else np.zeros(0, np.int64))
         return cls(task_codes[order], worker_codes[order], tag_ptr, tag_code, task_index,
                    worker_index, tag_index, delimiter=delimiter, **truth_args)
-
-    @classmethod
-    def from_csv(cls, path, task: str = "task", worker: str = "worker", label: str = "label",
-                 **kwargs: Any) -> "MultiLabelAnswers":
-        """Read a CSV/TSV file (one row per answer; string labels split on ``delimiter``)."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(task, worker, label))
-        kwargs.setdefault("first_line", 2)
-        return cls.from_frame(df, task, worker, label, **kwargs)
-
-    @classmethod
-    def from_parquet(cls, path, task: str = "task", worker: str = "worker", label: str = "label",
-                     **kwargs: Any) -> "MultiLabelAnswers":
-        """Read a Parquet file (labels may be list columns or delimited strings)."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(task, worker, label), fmt="parquet")
-        return cls.from_frame(df, task, worker, label, **kwargs)
 
     # ------------------------------------------------------------- exporters
     def answer_tags(self) -> list[tuple]:

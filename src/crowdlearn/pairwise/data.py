@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.answer_table import AnswerTable
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
@@ -53,7 +54,7 @@ def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int
             raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
 
 
-class Comparisons:
+class Comparisons(AnswerTable):
     """Pairwise comparisons as an immutable, integer-coded table.
 
     Parameters
@@ -88,6 +89,7 @@ class Comparisons:
     """
 
     ROLES = ("worker", "left", "right", "label")
+    OPTIONAL_ROLES = ("group",)
 
     __slots__ = ("worker", "left", "right", "outcome", "workers", "items", "truth",
                  "item_group", "item_name", "_cache")
@@ -321,28 +323,6 @@ class Comparisons:
             truth_arr[pos[ok]] = values[ok]
         return cls(worker_codes, left_codes, right_codes, outcome, workers, items,
                    truth=truth_arr, item_group=item_group, item_name=item_name)
-
-    @classmethod
-    def from_csv(cls, path, worker="worker", left="left", right="right", label="label",
-                 group=None, **kwargs) -> "Comparisons":
-        """Read a CSV/TSV/JSON Lines file (format from the extension), one row per comparison."""
-        from ..core.tables import detect_format, read_table
-
-        columns = (worker, left, right, label) + ((group,) if group is not None else ())
-        df = read_table(path, columns=columns)
-        # file lines: a header line above CSV/TSV rows, none above JSON Lines records
-        kwargs.setdefault("first_line", 1 if detect_format(path) == "jsonl" else 2)
-        return cls.from_frame(df, worker, left, right, label, group, **kwargs)
-
-    @classmethod
-    def from_parquet(cls, path, worker="worker", left="left", right="right", label="label",
-                     group=None, **kwargs) -> "Comparisons":
-        """Read a Parquet file (needs pyarrow)."""
-        from ..core.tables import read_table
-
-        columns = (worker, left, right, label) + ((group,) if group is not None else ())
-        df = read_table(path, columns=columns, fmt="parquet")
-        return cls.from_frame(df, worker, left, right, label, group, **kwargs)
 
     @classmethod
     def from_codes(cls, worker, left, right, outcome, *, n_items=None, n_workers=None,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.answer_table import AnswerTable
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -43,7 +44,7 @@ def _parse_same(values: pd.Series) -> np.ndarray:
     return out
 
 
-class SimilarityAnswers:
+class SimilarityAnswers(AnswerTable):
     """Same/different answers on item pairs as an immutable, integer-coded table.
 
     Parameters
@@ -276,25 +277,6 @@ class SimilarityAnswers:
                 feats = np.asarray(features, dtype=float)
         return cls(worker_codes, a_codes, b_codes, same_codes, workers, items,
                    truth=truth_codes, features=feats)
-
-    @classmethod
-    def from_csv(cls, path, worker="worker", item_a="item_a", item_b="item_b", same="same",
-                 **kwargs) -> "SimilarityAnswers":
-        """Read a CSV/TSV/JSON Lines file (format from the extension), one row per answer."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(worker, item_a, item_b, same))
-        kwargs.setdefault("first_line", 2)
-        return cls.from_frame(df, worker, item_a, item_b, same, **kwargs)
-
-    @classmethod
-    def from_parquet(cls, path, worker="worker", item_a="item_a", item_b="item_b", same="same",
-                     **kwargs) -> "SimilarityAnswers":
-        """Read a Parquet file (needs pyarrow)."""
-        from ..core.tables import read_table
-
-        df = read_table(path, columns=(worker, item_a, item_b, same), fmt="parquet")
-        return cls.from_frame(df, worker, item_a, item_b, same, **kwargs)
 
     @classmethod
     def from_codes(cls, worker, item_a, item_b, same, *, n_items=None, n_workers=None,
