@@ -479,10 +479,14 @@ def test_status_filter_leaving_nothing_says_so(tmp_path):
         read_export(path, statuses="EXPIRED")
 
 
-def test_kind_other_than_labels_is_refused(tmp_path):
+def test_kind_other_than_labels_or_numbers_is_refused(tmp_path):
+    """Class labels and numbers are read; other kinds are refused, and class answers asked
+    for as numbers name the answer that is not one."""
     path = tmp_path / "results.tsv"
     write_tsv(path, TOLOKA_HEADER, toloka_rows())
-    with pytest.raises(ValueError, match="class labels for now"):
+    with pytest.raises(ValueError, match="class labels or numbers"):
+        read_export(path, kind="pairwise")
+    with pytest.raises(ValueError, match="finite numbers"):
         read_export(path, kind="continuous")
     with pytest.raises(ValueError, match="peerannot files have no questions"):
         read_export(path, "peerannot", question="x")
