@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.answer_table import AnswerTable
+from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "load_continuous_folder", "to_numbers"]
@@ -92,9 +92,7 @@ class ContinuousAnswers(AnswerTable):
         if len(task) > 1 and np.any(task[1:] < task[:-1]):
             raise ValueError("task codes must be sorted; use ContinuousAnswers.from_codes")
         n, m = len(tasks), len(workers)
-        for arr, size, what in ((task, n, "task"), (worker, m, "worker")):
-            if len(arr) and (arr.min() < 0 or arr.max() >= size):
-                raise ValueError(f"{what} codes must lie in [0, {size})")
+        check_codes((task, n, "task"), (worker, m, "worker"))
         bad = ~np.isfinite(value)
         if bad.any():
             raise ValueError(f"answers must be finite numbers; not at {row_list(bad)}")
@@ -117,18 +115,12 @@ class ContinuousAnswers(AnswerTable):
                                  f"got shape {features.shape}")
         self.features = features
         self._cache: dict[str, Any] = {}
-        for arr in (self.task, self.worker, self.value, self.task_ptr, self.truth, self.features):
-            if arr is not None:
-                arr.flags.writeable = False
+        freeze(self.task, self.worker, self.value, self.task_ptr, self.truth, self.features)
 
     # ------------------------------------------------------------------ sizes
     @property
     def n_tasks(self) -> int:
         return len(self.tasks)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.workers)
 
     @property
     def n_answers(self) -> int:

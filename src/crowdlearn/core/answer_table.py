@@ -14,10 +14,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-__all__ = ["AnswerTable"]
+__all__ = ["AnswerTable", "check_codes", "freeze"]
 
 #: the file line of the first record, by format (Parquet has none: rows are named by position)
 _FIRST_LINE = {"csv": 2, "tsv": 2, "jsonl": 1}
+
+
+def check_codes(*columns: tuple) -> None:
+    """Raise ``ValueError`` unless every ``(codes, size, name)`` has codes in ``[0, size)``."""
+    for codes, size, name in columns:
+        if len(codes) and (codes.min() < 0 or codes.max() >= size):
+            raise ValueError(f"{name} codes must lie in [0, {size})")
+
+
+def freeze(*arrays) -> None:
+    """Make the given arrays read-only (``None`` entries are skipped): tables are immutable."""
+    for arr in arrays:
+        if arr is not None:
+            arr.flags.writeable = False
 
 
 class AnswerTable:
@@ -32,6 +46,10 @@ class AnswerTable:
 
     ROLES: ClassVar[tuple[str, ...]] = ()
     OPTIONAL_ROLES: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.workers)
 
     @classmethod
     def from_csv(cls, path: str | Path, *columns: str, **kwargs: Any):

@@ -16,6 +16,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .answer_table import check_codes, freeze
+
 __all__ = ["CrowdLabels", "as_crowd_labels", "factorize_ids", "row_list"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
@@ -171,9 +173,7 @@ class CrowdLabels:
         if len(task) > 1 and np.any(task[1:] < task[:-1]):
             raise ValueError("task codes must be sorted; use CrowdLabels.from_codes")
         n, m, k = len(tasks), len(workers), len(classes)
-        for arr, size, what in ((task, n, "task"), (worker, m, "worker"), (label, k, "label")):
-            if len(arr) and (arr.min() < 0 or arr.max() >= size):
-                raise ValueError(f"{what} codes must lie in [0, {size})")
+        check_codes((task, n, "task"), (worker, m, "worker"), (label, k, "label"))
         self.task, self.worker, self.label = task, worker, label
         self.tasks = pd.Index(tasks, name="task")
         self.workers = pd.Index(workers, name="worker")
@@ -196,8 +196,7 @@ class CrowdLabels:
                 )
         self.features = features
         self._codes_cache: dict[str, Any] = {}
-        for arr in (self.task, self.worker, self.label, self.task_ptr):
-            arr.flags.writeable = False
+        freeze(self.task, self.worker, self.label, self.task_ptr)
 
     # ------------------------------------------------------------------ sizes
     @property

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.answer_table import AnswerTable
+from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import CrowdLabels, factorize_ids, row_list
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -112,9 +112,7 @@ class MultiLabelAnswers(AnswerTable):
         if len(task) > 1 and np.any(task[1:] < task[:-1]):
             raise ValueError("task codes must be sorted")
         n, m, t = len(tasks), len(workers), len(tags)
-        for arr, size, what in ((task, n, "task"), (worker, m, "worker"), (tag_code, t, "tag")):
-            if len(arr) and (arr.min() < 0 or arr.max() >= size):
-                raise ValueError(f"{what} codes must lie in [0, {size})")
+        check_codes((task, n, "task"), (worker, m, "worker"), (tag_code, t, "tag"))
         self.task, self.worker, self.tag_ptr, self.tag_code = task, worker, tag_ptr, tag_code
         self.tasks = pd.Index(tasks, name="task")
         self.workers = pd.Index(workers, name="worker")
@@ -132,19 +130,13 @@ class MultiLabelAnswers(AnswerTable):
         self.truth_known, self.truth_ptr, self.truth_code = truth_known, truth_ptr, truth_code
         self.delimiter = delimiter
         self._cache: dict[str, Any] = {}
-        for arr in (self.task, self.worker, self.tag_ptr, self.tag_code, self.task_ptr,
-                    self.truth_known, self.truth_ptr, self.truth_code):
-            if arr is not None:
-                arr.flags.writeable = False
+        freeze(self.task, self.worker, self.tag_ptr, self.tag_code, self.task_ptr,
+               self.truth_known, self.truth_ptr, self.truth_code)
 
     # ------------------------------------------------------------------ sizes
     @property
     def n_tasks(self) -> int:
         return len(self.tasks)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.workers)
 
     @property
     def n_tags(self) -> int:

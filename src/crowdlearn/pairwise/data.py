@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.answer_table import AnswerTable
+from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
@@ -113,10 +113,8 @@ class Comparisons(AnswerTable):
         if not (len(worker) == len(left) == len(right) == len(outcome)):
             raise ValueError("worker, left, right and outcome arrays must have the same length")
         n, m = len(items), len(workers)
-        for arr, size, what in ((worker, m, "worker"), (left, n, "left"), (right, n, "right"),
-                                (outcome, 3, "outcome")):
-            if len(arr) and (arr.min() < 0 or arr.max() >= size):
-                raise ValueError(f"{what} codes must lie in [0, {size})")
+        check_codes((worker, m, "worker"), (left, n, "left"), (right, n, "right"),
+                    (outcome, 3, "outcome"))
         if np.any(left == right):
             raise ValueError(f"self-comparisons (left == right) at {row_list(left == right)}")
         self.worker, self.left, self.right, self.outcome = worker, left, right, outcome
@@ -136,17 +134,12 @@ class Comparisons(AnswerTable):
                 arr.flags.writeable = False
             setattr(self, name, arr)
         self._cache: dict[str, Any] = {}
-        for arr in (self.worker, self.left, self.right, self.outcome):
-            arr.flags.writeable = False
+        freeze(self.worker, self.left, self.right, self.outcome)
 
     # ------------------------------------------------------------------ sizes
     @property
     def n_items(self) -> int:
         return len(self.items)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.workers)
 
     @property
     def n_comparisons(self) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.answer_table import AnswerTable
+from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -93,10 +93,8 @@ class SimilarityAnswers(AnswerTable):
         if not (len(worker) == len(item_a) == len(item_b) == len(same)):
             raise ValueError("worker, item_a, item_b and same arrays must have the same length")
         n, m = len(items), len(workers)
-        for arr, size, what in ((worker, m, "worker"), (item_a, n, "item_a"),
-                                (item_b, n, "item_b"), (same, 2, "same")):
-            if len(arr) and (arr.min() < 0 or arr.max() >= size):
-                raise ValueError(f"{what} codes must lie in [0, {size})")
+        check_codes((worker, m, "worker"), (item_a, n, "item_a"),
+                    (item_b, n, "item_b"), (same, 2, "same"))
         if np.any(item_a == item_b):
             raise ValueError(f"an item compared with itself (item_a == item_b) at "
                              f"{row_list(item_a == item_b)}")
@@ -119,17 +117,12 @@ class SimilarityAnswers(AnswerTable):
             features.flags.writeable = False
         self.features = features
         self._cache: dict[str, Any] = {}
-        for arr in (self.worker, self.item_a, self.item_b, self.same):
-            arr.flags.writeable = False
+        freeze(self.worker, self.item_a, self.item_b, self.same)
 
     # ------------------------------------------------------------------ sizes
     @property
     def n_items(self) -> int:
         return len(self.items)
-
-    @property
-    def n_workers(self) -> int:
-        return len(self.workers)
 
     @property
     def n_answers(self) -> int:
