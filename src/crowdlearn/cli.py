@@ -164,19 +164,33 @@ def _cmd_aggregate(args) -> int:
             raise UsageError(f"--format reads class labels or numbers; {kind} answers from "
                              "platform exports are not supported yet")
         return _aggregate_labels(args, kind, colmap, None)
-    needs_header = args.kind is None and args.method is None
-    kind = _resolve_kind(args, set(read_table(args.input).columns) if needs_header else set())
+    # the kind is read from the columns only when neither --kind nor --method says it; the
+    # table read for that is the one the fit uses (files are read once)
+    # handed over in a list, so that the callee holds the only reference and can free the
+    # string frame (larger than the fit itself at 10^7 rows) once its table is built
+    read = [read_table(args.input)] if args.kind is None and args.method is None else []
+    kind = _resolve_kind(args, set(read[0].columns) if read else set())
     # errors name file lines (header = line 1); Parquet has no lines: row positions
     first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
     if kind in ("classification", "ordinal"):
-        return _aggregate_labels(args, kind, colmap, first_line)
-    return _aggregate_answers(args, kind, colmap, first_line)
+        return _aggregate_labels(args, kind, colmap, first_line, read)
+    return _aggregate_answers(args, kind, colmap, first_line, read)
 
 
-def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
+def _read_answers(args, columns, read: list):
+    """The answers file with ``columns`` present, taken from ``read`` when it was read already."""
+    from .core.tables import read_table, require_columns
+
+    if not read:
+        return read_table(args.input, columns=columns)
+    df = read.pop()
+    require_columns(df, columns, args.input)
+    return df
+
+
+def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | None = None) -> int:
     """Continuous, multi-label, pairwise and similarity answers: the kind's table in, the
     fitted ``result_frame()`` out."""
-    from .core.io import read_table
     from .registry import answer_type_of
 
     table_cls = answer_type_of(kind)
@@ -196,7 +210,7 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line) -> int:
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
-    df = read_table(args.input, columns=cols)
+    df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
     data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
@@ -224,11 +238,10 @@ def _fit_answers(args, kind: str, data) -> int:
     return 0
 
 
-def _aggregate_labels(args, kind: str, colmap: dict, first_line) -> int:
+def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | None = None) -> int:
     """Class labels (categorical or ordinal): ``task, label, confidence, p_<class>...``."""
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.io import read_table
     from .registry import DEFAULT_METHODS
     from .report import posterior_table
 
@@ -254,7 +267,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line) -> int:
         if truth is not None:
             data = data.with_truth(truth)
     else:
-        df = read_table(args.input, columns=cols)
+        df = _read_answers(args, cols, read or [])
         data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
         del df  # the string frames cost more memory than the fit itself at 10^7 rows
     has_gold = data.truth is not None and bool((data.truth >= 0).any())

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_table", "write_table", "detect_format"]
+__all__ = ["read_table", "write_table", "detect_format", "require_columns"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -46,6 +46,15 @@ def detect_format(path: str | Path) -> str:
             "(optionally compressed)"
         )
     return fmt
+
+
+def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:
+    """``ValueError`` naming the file and the missing ones unless ``df`` has ``columns``."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
+        )
 
 
 def read_table(
@@ -93,11 +102,7 @@ def read_table(
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(f"{path}: cannot parse as {fmt}: {first}") from None
     if columns is not None:
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise ValueError(
-                f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
-            )
+        require_columns(df, columns, path)
     if len(df) == 0:
         raise ValueError(f"{path}: no rows")
     return df
