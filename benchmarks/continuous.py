@@ -43,7 +43,7 @@ from results_md import markdown_table, write_section  # noqa: E402
 
 import crowdlearn  # noqa: E402
 from crowdlearn.core.base import get_tags  # noqa: E402
-from crowdlearn.continuous.data import load_continuous_folder  # noqa: E402
+from crowdlearn.datasets import load as load_folder  # noqa: E402
 from crowdlearn.diagnostics.continuous_metrics import continuous_scores  # noqa: E402
 from crowdlearn.simulate.continuous import continuous_crowd  # noqa: E402
 
@@ -88,7 +88,7 @@ def accuracy_table() -> str:
         if not (folder / "labels.csv").exists():
             print(f"skipping {set_name}: {folder} missing", file=sys.stderr)
             continue
-        data = load_continuous_folder(folder)
+        data = load_folder(folder, kind="continuous")
         for name in METHODS:
             t0 = time.process_time()
             est = crowdlearn.get_method(name)().fit(data)

@@ -9,7 +9,8 @@ import pytest
 from conftest import SHARED_DATA, skip_missing
 
 import crowdlearn as cl
-from crowdlearn.continuous.data import ContinuousAnswers, load_continuous_folder
+from crowdlearn.continuous.data import ContinuousAnswers
+from crowdlearn.datasets import load as load_folder
 from crowdlearn.continuous.gaussian_em import GaussianEM
 from crowdlearn.continuous.location import Mean, Median, TrimmedMean
 from crowdlearn.core.base import get_tags
@@ -58,7 +59,7 @@ def test_table_other_formats(tmp_path, fmt):
 def test_snow_wordsim_gold_reads():
     folder = SHARED_DATA / "snow_wordsim"
     skip_missing(folder)
-    data = load_continuous_folder(folder)
+    data = load_folder(folder, kind="continuous")
     assert np.isfinite(data.truth).all() and data.truth.max() == pytest.approx(3.94, abs=0.1)
 
 
@@ -187,7 +188,7 @@ def test_gold_is_used_by_the_worker_model():
 def _real(name):
     folder = SHARED_DATA / name
     skip_missing(folder)
-    return load_continuous_folder(folder)
+    return load_folder(folder, kind="continuous")
 
 
 def _scores(data):

@@ -10,7 +10,6 @@ pandas Indexes; every array is read-only.  Memory is O(L + N).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
 
-__all__ = ["ContinuousAnswers", "as_continuous_answers", "load_continuous_folder", "to_numbers"]
+__all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
 
 
 def to_numbers(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -295,16 +294,3 @@ def as_continuous_answers(data: Any) -> ContinuousAnswers:
         return ContinuousAnswers.from_frame(data)
     raise TypeError("expected ContinuousAnswers or a DataFrame with columns task, worker, label; "
                     f"got {type(data).__name__}")
-
-
-def load_continuous_folder(path: str | Path) -> ContinuousAnswers:
-    """A dataset folder (``labels.csv`` task,worker,label and optional ``truth.csv``
-    task,truth) as ContinuousAnswers; only answered tasks are kept, errors name file lines."""
-    from ..core.tables import read_table
-
-    path = Path(path)
-    truth = None
-    if (path / "truth.csv").exists():
-        t = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv")
-        truth = t.set_index("task")["truth"]
-    return ContinuousAnswers.from_csv(path / "labels.csv", truth=truth)

@@ -61,11 +61,10 @@ def _load_answers(path: Path, kind: str):
             truth = import_module("crowdlearn.pairwise.data").read_truth(
                 path / "truth.csv", item="task", value="truth", group=group, lower_is_better=True)
         return table.from_frame(answers, group=group, truth=truth, first_line=2)
-    answers = read_table(path / "labels.csv", columns=table.ROLES, fmt="csv")
     truth = None
     if (path / "truth.csv").exists():
         truth = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv").set_index("task")["truth"]
-    return table.from_frame(answers, truth=truth, first_line=2)
+    return table.from_csv(path / "labels.csv", truth=truth)
 
 
 
