@@ -11,7 +11,7 @@ import pandas as pd
 
 from .core.base import get_tags
 from .core.data import CrowdLabels
-from .registry import get_method, methods
+from .registry import get_method, load_path, methods
 
 __all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores", "TRUTH_SCORERS",
            "run_kind_methods"]
@@ -29,14 +29,11 @@ TRUTH_SCORERS: dict[str, str] = {
 def truth_scores(estimator, data) -> dict[str, float]:
     """Agreement of a fitted estimator of an answer kind with the gold in ``data`` (empty
     when the kind has no scorer or the data no gold)."""
-    from importlib import import_module
-
     path = TRUTH_SCORERS.get(get_tags(estimator).kind)
     if path is None:
         return {}
-    module, _, name = path.partition(":")
     try:
-        return dict(getattr(import_module(module), name)(estimator, data))
+        return dict(load_path(path)(estimator, data))
     except ValueError:  # no gold in the table
         return {}
 

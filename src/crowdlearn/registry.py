@@ -28,7 +28,7 @@ from importlib import import_module
 from typing import NamedTuple
 
 __all__ = ["methods", "get_method", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
-           "DEFAULT_METHODS", "Entry"]
+           "DEFAULT_METHODS", "Entry", "load_path"]
 
 
 class Entry(NamedTuple):
@@ -139,7 +139,9 @@ ANSWER_TABLES: dict[str, str] = {
 }
 
 
-def _load(path: str):
+def load_path(path: str):
+    """The object a ``"module:attribute"`` path names (imported on first use): the one
+    resolver of the registry's and the other lazy tables' entries."""
     module, _, name = path.partition(":")
     return getattr(import_module(module), name)
 
@@ -169,7 +171,7 @@ def get_method(name: str, kind: str | None = None):
         known = sorted(n for n, e in REGISTRY.items() if kind is None or e.kind == kind)
         what = "method" if kind is None else f"{kind} method"
         raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}") from None
-    return _load(entry.path)
+    return load_path(entry.path)
 
 
 def methods(kind: str | None = None) -> dict[str, type]:
@@ -184,7 +186,7 @@ def methods(kind: str | None = None) -> dict[str, type]:
         if kind is not None and entry.kind != kind:
             continue
         try:
-            out[name] = _load(entry.path)
+            out[name] = load_path(entry.path)
         except ImportError:
             continue
     return out
@@ -193,7 +195,7 @@ def methods(kind: str | None = None) -> dict[str, type]:
 def answer_type_of(kind: str) -> type:
     """The answer-table class the methods of ``kind`` fit on (see :data:`ANSWER_TABLES`)."""
     _check_kind(kind)
-    return _load(ANSWER_TABLES[kind])
+    return load_path(ANSWER_TABLES[kind])
 
 
 def method_kinds() -> dict[str, str]:

@@ -46,20 +46,19 @@ def load(name: str, kind: str | None = None, with_features: bool = False):
 
 def _load_answers(path: Path, kind: str):
     """A folder of another answer kind than class labels, read by its kind's table."""
-    from importlib import import_module
+    from ..registry import answer_type_of
 
-    from ..registry import ANSWER_TABLES
-
-    module, _, name = ANSWER_TABLES[kind].partition(":")
-    table = getattr(import_module(module), name)
+    table = answer_type_of(kind)
     if kind == "pairwise":
+        from ..pairwise.data import read_truth
+
         answers = read_table(path / "pairs.csv", columns=table.ROLES, fmt="csv")
         group = "query" if "query" in answers.columns else None
         truth = None
         if (path / "truth.csv").exists():
             # the shared format's pairwise gold is a group or rank per item: 1 = best
-            truth = import_module("crowdlearn.pairwise.data").read_truth(
-                path / "truth.csv", item="task", value="truth", group=group, lower_is_better=True)
+            truth = read_truth(path / "truth.csv", item="task", value="truth", group=group,
+                               lower_is_better=True)
         return table.from_frame(answers, group=group, truth=truth, first_line=2)
     truth = None
     if (path / "truth.csv").exists():

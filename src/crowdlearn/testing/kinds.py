@@ -15,7 +15,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import import_module
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from ..core.base import get_tags
+from ..registry import load_path
 from .checks import describe, params_contract
 
 __all__ = ["KindSpec", "KIND_SPECS", "kind_spec", "kind_checks", "check_result_clone_and_params",
@@ -70,8 +70,7 @@ KIND_SPECS: dict[str, str] = {
 
 def kind_spec(kind: str) -> KindSpec:
     """The :class:`KindSpec` of ``kind``; KeyError for a kind without one."""
-    module, _, name = KIND_SPECS[kind].partition(":")
-    return getattr(import_module(module), name)
+    return load_path(KIND_SPECS[kind])
 
 
 def _spec(est: Any) -> KindSpec:
