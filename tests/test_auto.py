@@ -10,7 +10,8 @@ from crowdlearn.aggregation.auto import (
     AutoAggregator,
     _predictive_score,
     _predictive_score_hard,
-    _split,
+    _folds,
+    stacking_weights,
     heldout_scores,
 )
 from crowdlearn.benchmarking import gold_accuracy
@@ -19,7 +20,7 @@ from conftest import load_shared
 
 def test_hard_scoring_equals_dense_scoring_of_one_hot_posteriors():
     data = simulate.dawid_skene(300, 12, 4, labels_per_task=4, seed=2)
-    mask = _split(data, 0.2, np.random.default_rng(0))
+    mask = _folds(data, 5, np.random.default_rng(0))[0]
     train, test = data._select_keep_ids(~mask), data._select_keep_ids(mask)
     pred = np.random.default_rng(1).integers(0, 4, data.n_tasks)
     dense = _predictive_score(train, np.eye(4)[pred], test, smoothing=0.7)
@@ -27,12 +28,32 @@ def test_hard_scoring_equals_dense_scoring_of_one_hot_posteriors():
     np.testing.assert_allclose(sparse, dense, rtol=1e-12)
 
 
-def test_split_keeps_every_task_and_worker():
+def test_folds_keep_every_task_and_worker_and_withhold_each_answer_at_most_once():
     data = simulate.dawid_skene(200, 8, 3, labels_per_task=2, seed=0)
-    mask = _split(data, 0.4, np.random.default_rng(3))
-    assert mask.any()
-    assert np.all(np.bincount(data.task[~mask], minlength=data.n_tasks) >= 1)
-    assert np.all(np.bincount(data.worker[~mask], minlength=data.n_workers) >= 1)
+    folds = _folds(data, 4, np.random.default_rng(3))
+    assert len(folds) == 4 and all(m.any() for m in folds)
+    for mask in folds:
+        assert np.all(np.bincount(data.task[~mask], minlength=data.n_tasks) >= 1)
+        assert np.all(np.bincount(data.worker[~mask], minlength=data.n_workers) >= 1)
+    times = np.sum(folds, axis=0)
+    assert times.max() == 1
+    # with two answers per task, one of them can be withheld in each task: about half of all
+    assert times.mean() > 0.4
+
+
+def test_stacking_weights_recover_a_planted_mixture():
+    # answers drawn from 0.7 * p1 + 0.3 * p2: the weights that maximise the held-out
+    # likelihood of the mixture are close to (0.7, 0.3, 0)
+    rng = np.random.default_rng(0)
+    n = 20000
+    p = rng.uniform(0.05, 1.0, size=(n, 3))
+    comp = rng.choice(2, size=n, p=[0.7, 0.3])
+    # the realised answer has probability p[i, comp] under its component and a small one otherwise
+    pred = np.where(np.arange(3)[None, :] == comp[:, None], p, 0.02)
+    pred[:, 2] = 0.05
+    w = stacking_weights(pred)
+    assert w.sum() == pytest.approx(1.0) and np.all(w >= 0)
+    assert w[0] > w[1] > w[2] and abs(w[0] - 0.7) < 0.1 and w[2] < 0.05
 
 
 def test_scores_prefer_the_true_model_over_noise():
@@ -56,7 +77,7 @@ def test_a_failing_candidate_is_reported_not_fatal():
             raise RuntimeError("boom")
 
     data = simulate.dawid_skene(300, 10, 3, labels_per_task=4, seed=1)
-    est = AutoAggregator(candidates=["ds", Broken()], n_folds=1).fit(data)
+    est = AutoAggregator(candidates=["ds", Broken()], n_folds=2).fit(data)
     assert est.chosen_ == "ds"
     assert est.scores_.loc["Broken", "score"] == -np.inf and "boom" in est.scores_.loc["Broken", "error"]
 
@@ -101,6 +122,35 @@ def test_many_classes_use_the_linear_candidates():
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"task": rng.integers(0, 100, 1500), "worker": rng.integers(0, 6, 1500),
                        "label": rng.integers(0, 80, 1500)})
-    est = AutoAggregator(n_folds=1).fit(df)
+    est = AutoAggregator(n_folds=2).fit(df)
     assert list(est.scores_.index) == ["mv", "wawa", "zbs", "glad"]
     assert est.probas_.shape == (100, 80)
+
+
+def test_stack_averages_candidates_and_reports_weights():
+    data = simulate.dawid_skene(600, 15, 3, labels_per_task=4, accuracy=(0.55, 0.9), seed=5)
+    est = AutoAggregator(candidates=["ds", "mv", "onecoin"], n_folds=3, combine="stack").fit(data)
+    w = est.weights_
+    assert w.sum() == pytest.approx(1.0) and (w >= 0).all()
+    assert est.chosen_ == w.idxmax() and "stacked" in est.reason_
+    np.testing.assert_allclose(est.probas_.sum(axis=1), 1.0)
+    assert est.scores_["weight"].sum() == pytest.approx(1.0)
+    # the mixture is never far below its best member on planted data
+    acc = gold_accuracy(est.labels_, data)
+    ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+    assert acc >= ds - 0.02
+
+
+def test_bad_combine_and_folds_are_refused():
+    data = simulate.dawid_skene(100, 6, 2, labels_per_task=3, seed=0)
+    with pytest.raises(ValueError, match="combine"):
+        AutoAggregator(combine="vote").fit(data)
+    with pytest.raises(ValueError, match="n_folds"):
+        AutoAggregator(n_folds=1).fit(data)
+
+
+def test_large_inputs_choose_on_a_task_subsample_but_fit_every_answer():
+    data = simulate.dawid_skene(3000, 20, 3, labels_per_task=3, seed=1)
+    est = AutoAggregator(candidates=["ds", "mv"], n_folds=2, max_answers=2000).fit(data)
+    assert len(est.labels_) == data.n_tasks
+    assert est.best_.probas_.shape[0] == data.n_tasks

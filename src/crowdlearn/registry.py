@@ -48,6 +48,7 @@ REGISTRY: dict[str, Entry] = {
     "wawa": Entry(_C, "crowdlearn.aggregation.wawa:Wawa"),
     "zbs": Entry(_C, "crowdlearn.aggregation.zero_based_skill:ZeroBasedSkill"),
     "ds": Entry(_C, "crowdlearn.aggregation.dawid_skene:DawidSkene"),
+    "hds": Entry(_C, "crowdlearn.aggregation.hierarchical_ds:HierarchicalDawidSkene"),
     "onecoin": Entry(_C, "crowdlearn.aggregation.dawid_skene:OneCoinDawidSkene"),
     "ccds": Entry(_C, "crowdlearn.aggregation.dawid_skene:ClassConditionalDawidSkene"),
     "glad": Entry(_C, "crowdlearn.aggregation.glad:GLAD"),

@@ -5,10 +5,12 @@ bluebirds, vote-like methods on very sparse many-class sets).  Gold labels are w
 not have, so the choice is made from the answers alone, by how well each method's
 posteriors *predict answers it has not seen*:
 
-1. withhold a random fraction ``holdout`` of the answers — only answers whose task and
-   worker keep at least one other answer, so that no task or worker disappears — in each
-   of ``n_folds`` seeded folds;
-2. fit every candidate on the remaining answers and read its task posteriors ``q_j``;
+1. split the answers into ``n_folds`` seeded folds (K-fold cross-validation over answers:
+   every answer is withheld in exactly one fold, unless withholding it would leave its task
+   or its worker without a training answer, in which case it is never withheld); on large
+   inputs the choice is made on a random subset of tasks holding about ``max_answers``
+   answers;
+2. fit every candidate on the answers outside a fold and read its task posteriors ``q_j``;
 3. score every candidate by one common predictive rule, whatever its own worker model: a
    smoothed Dawid-Skene confusion ``Pi_w[c, a]`` is estimated from the candidate's posteriors
    on the training answers (one M-step, pseudo-count ``smoothing`` per cell), and the score
@@ -18,6 +20,12 @@ posteriors *predict answers it has not seen*:
    ``min_z`` standard errors — and then take the best of those; refit it on all answers.
    Differences between methods are often within the noise of a hold-out estimate, and the
    reference is the method whose failure modes are best understood.
+5. or, with ``combine="stack"``, average the candidates instead of switching: the weights
+   ``w`` maximise the held-out log-likelihood of the mixture ``sum_i log sum_m w_m p_i^(m)``
+   over the withheld answers (stacking of predictive distributions, Yao, Vehtari, Simpson &
+   Gelman, 2018, "Using stacking to average Bayesian predictive distributions", Bayesian
+   Analysis 13(3)), and the output posteriors are ``sum_m w_m q^(m)`` of the candidates refit
+   on all answers (those with a weight above 1%).
 
 The candidate's labels enter as hard labels (``hard=True``): scored with soft posteriors the
 rule favours whichever method is least confident (vote shares) rather than most accurate.
@@ -41,10 +49,10 @@ from ..core.data import CrowdLabels
 from ..registry import get_method
 from .base import BaseAggregator
 
-__all__ = ["AutoAggregator", "heldout_scores"]
+__all__ = ["AutoAggregator", "heldout_scores", "stacking_weights"]
 
 #: default candidates, most robust first (ties go to the earlier one)
-DEFAULT_CANDIDATES = ("ds", "onecoin", "mv", "wawa", "zbs", "glad", "mace", "bds", "bp")
+DEFAULT_CANDIDATES = ("ds", "hds", "onecoin", "mv", "wawa", "zbs", "glad", "mace", "bds", "bp")
 
 #: candidates when there are more than ``MANY_CLASSES`` classes and none were given: the
 #: confusion-matrix models need W x K^2 cells (4 GB for 5 workers and 10^4 classes) and
@@ -65,24 +73,57 @@ def _make(candidate: Any, random_state):
     return type(candidate).__name__, clone(candidate)
 
 
-def _split(data: CrowdLabels, holdout: float, rng: np.random.Generator) -> np.ndarray:
-    """Boolean mask of withheld answers: each task and worker keeps at least one answer."""
+def _folds(data: CrowdLabels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """K-fold masks over answers: answer ``i`` may be withheld only in fold ``i mod K`` of a
+    random order, and only if its task and worker keep a training answer in that fold."""
     n = data.n_labels
     order = rng.permutation(n)
-    left_t = np.bincount(data.task, minlength=data.n_tasks)
-    left_w = np.bincount(data.worker, minlength=data.n_workers)
-    out = np.zeros(n, dtype=bool)
-    budget = int(round(holdout * n))
-    for i in order:  # greedy in a random order; O(n) Python only up to the budget
-        if budget <= 0:
-            break
-        t, w = data.task[i], data.worker[i]
-        if left_t[t] > 1 and left_w[w] > 1:
-            out[i] = True
-            left_t[t] -= 1
-            left_w[w] -= 1
-            budget -= 1
+    fold_of = np.empty(n, dtype=np.int64)
+    fold_of[order] = np.arange(n) % n_folds
+    task, worker = np.asarray(data.task), np.asarray(data.worker)
+    cnt_t = np.bincount(task, minlength=data.n_tasks)
+    cnt_w = np.bincount(worker, minlength=data.n_workers)
+    out = []
+    for f in range(n_folds):
+        left_t, left_w = cnt_t.copy(), cnt_w.copy()
+        mask = np.zeros(n, dtype=bool)
+        for i in order[fold_of[order] == f]:  # greedy in the random order: one pass over answers
+            t, w = task[i], worker[i]
+            if left_t[t] > 1 and left_w[w] > 1:
+                mask[i] = True
+                left_t[t] -= 1
+                left_w[w] -= 1
+        out.append(mask)
     return out
+
+
+def stacking_weights(predictive: np.ndarray, max_iter: int = 500, tol: float = 1e-10) -> np.ndarray:
+    """Simplex weights maximising ``sum_i log sum_m w_m predictive[i, m]``.
+
+    ``predictive``: (answers, candidates) held-out probabilities.  The objective is concave
+    in ``w``; the multiplicative (EM) update for mixture weights increases it monotonically.
+    """
+    p = np.maximum(np.asarray(predictive, float), 1e-300)
+    m = p.shape[1]
+    w = np.full(m, 1.0 / m)
+    prev = -np.inf
+    for _ in range(max_iter):
+        mix = p @ w
+        obj = float(np.log(mix).sum())
+        w = w * (p / mix[:, None]).mean(axis=0)
+        w /= w.sum()
+        if obj - prev < tol * len(p):
+            break
+        prev = obj
+    return w
+
+
+def _subsample_tasks(data: CrowdLabels, max_answers: int | None, rng: np.random.Generator) -> CrowdLabels:
+    """The answers of a random subset of tasks holding about ``max_answers`` answers."""
+    if max_answers is None or data.n_labels <= max_answers:
+        return data
+    keep_tasks = rng.random(data.n_tasks) < max_answers / data.n_labels
+    return data._select_keep_ids(keep_tasks[data.task])
 
 
 def _predictive_score(train: CrowdLabels, post: np.ndarray, test: CrowdLabels, smoothing: float) -> np.ndarray:
@@ -132,25 +173,30 @@ def _lookup_counts(train_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
 def heldout_scores(
     labels: Any,
     candidates: Sequence[Any] = DEFAULT_CANDIDATES,
-    n_folds: int = 3,
-    holdout: float = 0.1,
+    n_folds: int = 5,
     smoothing: float = 1.0,
     random_state: int | None = 0,
     hard: bool = True,
+    max_answers: int | None = None,
 ) -> pd.DataFrame:
-    """Held-out predictive log-likelihood of every candidate (see the module docstring).
+    """Cross-validated predictive log-likelihood of every candidate (see the module docstring).
 
     Returns a DataFrame indexed by candidate name with columns ``score`` (mean per held-out
     answer), ``sd`` (over folds), ``seconds`` (total fit time), ``error`` (message of a
     candidate that failed, which then scores ``-inf``), ``gain`` (mean paired difference of
     the per-answer score against the first candidate, over the same held-out answers) and
-    ``z`` (that gain over its standard error).
+    ``z`` (that gain over its standard error).  The per-answer scores are in
+    ``table.attrs["per_answer"]`` (candidate -> array, the same withheld answers in the same
+    order for every candidate that ran).
     """
     from ..core.data import as_crowd_labels
 
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2 (cross-validation over answers), got {n_folds!r}")
     data = as_crowd_labels(labels)
     rng = resolve_generator(random_state)
-    folds = [_split(data, holdout, rng) for _ in range(max(1, n_folds))]
+    data = _subsample_tasks(data, max_answers, rng)
+    folds = _folds(data, n_folds, rng)
     rows = {}
     per_answer = {}
     for cand in candidates:
@@ -196,11 +242,12 @@ def heldout_scores(
                 z[i] = gain[i] / se if se > 0 else (0.0 if gain[i] == 0 else np.sign(gain[i]) * np.inf)
     table["gain"] = gain
     table["z"] = z
+    table.attrs["per_answer"] = per_answer
     return table
 
 
 class AutoAggregator(BaseAggregator):
-    """Pick the candidate whose posteriors best predict withheld answers, refit it on all.
+    """Pick (or stack) the candidates whose posteriors best predict withheld answers.
 
     Parameters
     ----------
@@ -208,45 +255,54 @@ class AutoAggregator(BaseAggregator):
         Registered names or unfitted aggregators, most robust first (ties go to the earlier
         one).  Default :data:`DEFAULT_CANDIDATES`, or :data:`MANY_CLASS_CANDIDATES` above
         :data:`MANY_CLASSES` classes.
-    n_folds : int
-        Random hold-out folds.
-    holdout : float
-        Fraction of answers withheld per fold.
+    n_folds : int, default 5
+        Folds of the cross-validation over answers (each answer is withheld once).
     min_z : float
-        A candidate replaces the first one (the reference, ``ds`` by default) only if its
-        paired gain over the same held-out answers exceeds ``min_z`` standard errors.
+        With ``combine="select"``, a candidate replaces the first one (the reference, ``ds``
+        by default) only if its paired gain over the same held-out answers exceeds ``min_z``
+        standard errors.
     smoothing : float
         Dirichlet pseudo-count of the common worker model used for scoring.
+    combine : {"select", "stack"}, default "select"
+        Refit the chosen candidate, or average the posteriors of the candidates with stacking
+        weights learned on the withheld answers (module docstring, step 5).
+    max_answers : int or None, default 200_000
+        Above this many answers the choice is made on a random subset of tasks holding about
+        this many answers (the final fit always uses every answer).  A speed setting.
     random_state : int
         Seed of the folds and of every candidate.
 
     Attributes
     ----------
     chosen_ : str
-        Name of the chosen candidate.
+        Name of the chosen candidate (with ``combine="stack"``: the one of largest weight).
     best_ : estimator
         The chosen candidate fitted on all answers; its worker model (``confusions_``,
         ``skills_``, ...) is also reachable through this estimator's attributes.
+    weights_ : Series
+        Candidate -> weight in the output (one 1.0 with ``combine="select"``).
     scores_ : DataFrame
-        Held-out score per candidate (see :func:`heldout_scores`).
+        Held-out score per candidate (see :func:`heldout_scores`), with the stacking weight.
     reason_ : str
-        One sentence saying why ``chosen_`` was chosen.
+        One sentence saying why ``chosen_`` (or the mixture) was chosen.
     """
 
     def __init__(
         self,
         candidates: Sequence[Any] | None = None,
-        n_folds: int = 3,
-        holdout: float = 0.1,
+        n_folds: int = 5,
         min_z: float = 2.0,
         smoothing: float = 1.0,
+        combine: str = "select",
+        max_answers: int | None = 200_000,
         random_state: int | None = 0,
     ) -> None:
         self.candidates = candidates
         self.n_folds = n_folds
-        self.holdout = holdout
         self.min_z = min_z
         self.smoothing = smoothing
+        self.combine = combine
+        self.max_answers = max_answers
         self.random_state = random_state
 
     def __crowd_tags__(self) -> Tags:
@@ -271,8 +327,8 @@ class AutoAggregator(BaseAggregator):
         return self.best_.predict_proba(data).to_numpy()
 
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
-        if not 0.0 < self.holdout < 1.0:
-            raise ValueError(f"holdout must lie in (0, 1), got {self.holdout!r}")
+        if self.combine not in ("select", "stack"):
+            raise ValueError(f"combine must be 'select' or 'stack', got {self.combine!r}")
         if isinstance(self.candidates, str):  # one method name, not a sequence of letters
             cands = [self.candidates]
         elif self.candidates is not None:
@@ -284,54 +340,85 @@ class AutoAggregator(BaseAggregator):
         if not cands:
             raise ValueError("candidates is empty")
         scores = heldout_scores(
-            data, cands, self.n_folds, self.holdout, self.smoothing, self.random_state
+            data, cands, self.n_folds, self.smoothing, self.random_state, max_answers=self.max_answers
         )
-        self.scores_ = scores
+        per_answer = scores.attrs.pop("per_answer")
+        names = [_make(c, self.random_state)[0] for c in cands]
         finite = np.isfinite(scores["score"].to_numpy())
+        weights = np.zeros(len(cands))
         if not finite.any():
             # nothing could be withheld (e.g. one answer per task): the first candidate
-            name, est = _make(cands[0], self.random_state)
+            weights[0] = 1.0
             self.reason_ = (
-                f"chose {name!r} (the first candidate): no answer could be withheld to compare "
+                f"chose {names[0]!r} (the first candidate): no answer could be withheld to compare "
                 "methods, every task or worker has a single answer"
             )
+        elif self.combine == "stack":
+            ran = [i for i in range(len(cands)) if finite[i]]
+            pred = np.exp(np.column_stack([per_answer[names[i]] for i in ran]))
+            weights[ran] = stacking_weights(pred)
+            weights[weights < 0.01] = 0.0
+            weights /= weights.sum()
+            used = ", ".join(f"{names[i]} {weights[i]:.2f}" for i in np.argsort(-weights) if weights[i] > 0)
+            self.reason_ = (
+                f"stacked {int((weights > 0).sum())} candidate(s) with the weights that best predict "
+                f"the withheld answers: {used}"
+            )
         else:
-            ref_name, _ = _make(cands[0], self.random_state)
-            z = scores["z"].to_numpy()
-            better = np.flatnonzero(finite & (np.nan_to_num(z, nan=-np.inf) > self.min_z))
-            if len(better):
-                pick = int(better[np.argmax(scores["score"].to_numpy()[better])])
-            else:
-                pick = 0 if finite[0] else int(np.nanargmax(np.where(finite, scores["score"], -np.inf)))
-            name, est = _make(cands[pick], self.random_state)
-            row = scores.iloc[pick]
-            if pick == 0:
-                top = scores["score"].idxmax()
-                self.reason_ = (
-                    f"chose {name!r} (the reference candidate): no other candidate predicts the "
-                    f"withheld answers significantly better (best: {top!r}, "
-                    f"gain {scores.loc[top, 'gain']:+.4f} nats per answer, z = {scores.loc[top, 'z']:.1f} "
-                    f"<= {self.min_z})"
-                )
-            else:
-                self.reason_ = (
-                    f"chose {name!r}: its labels predict the withheld answers better than "
-                    f"{ref_name!r} by {row['gain']:+.4f} nats per answer (paired z = {row['z']:.1f} > "
-                    f"{self.min_z}), the best score among {len(better)} such candidate(s)"
-                )
-        self.chosen_ = name
+            pick = self._select(scores, finite, names)
+            weights[pick] = 1.0
+        scores["weight"] = weights
+        self.scores_ = scores
+        self.weights_ = pd.Series(weights, index=names, name="weight")
         kwargs = {}
         if gold is not None:
             g = gold >= 0
             kwargs["gold"] = pd.Series(data.classes.take(gold[g]), index=data.tasks[g])
-        if init is not None and get_tags(est).accepts_init:
-            kwargs["init"] = init
-        est.fit(data, **kwargs)
-        self.best_ = est
-        self.history_ = list(getattr(est, "history_", []))
-        self.n_iter_ = int(getattr(est, "n_iter_", 0))
-        self.converged_ = bool(getattr(est, "converged_", True))
-        return est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy().copy()
+        post = np.zeros((data.n_tasks, data.n_classes))
+        best = None
+        for i in np.argsort(-weights, kind="stable"):
+            if weights[i] <= 0:
+                break
+            name, est = _make(cands[i], self.random_state)
+            extra = dict(kwargs)
+            if init is not None and get_tags(est).accepts_init:
+                extra["init"] = init
+            est.fit(data, **extra)
+            post += weights[i] * est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
+            if best is None:
+                best = (name, est)
+        self.chosen_, self.best_ = best
+        self.history_ = list(getattr(self.best_, "history_", []))
+        self.n_iter_ = int(getattr(self.best_, "n_iter_", 0))
+        self.converged_ = bool(getattr(self.best_, "converged_", True))
+        return post / post.sum(axis=1, keepdims=True)
+
+    def _select(self, scores: pd.DataFrame, finite: np.ndarray, names: list) -> int:
+        """Index of the selected candidate; sets ``reason_``."""
+        ref_name = names[0]
+        z = scores["z"].to_numpy()
+        better = np.flatnonzero(finite & (np.nan_to_num(z, nan=-np.inf) > self.min_z))
+        if len(better):
+            pick = int(better[np.argmax(scores["score"].to_numpy()[better])])
+        else:
+            pick = 0 if finite[0] else int(np.nanargmax(np.where(finite, scores["score"], -np.inf)))
+        row = scores.iloc[pick]
+        if pick == 0:
+            top = scores["score"].idxmax()
+            self.reason_ = (
+                f"chose {names[0]!r} (the reference candidate): no other candidate predicts the "
+                f"withheld answers significantly better (best: {top!r}, "
+                f"gain {scores.loc[top, 'gain']:+.4f} nats per answer, z = {scores.loc[top, 'z']:.1f} "
+                f"<= {self.min_z}; {self.n_folds}-fold cross-validation over answers)"
+            )
+        else:
+            self.reason_ = (
+                f"chose {names[pick]!r}: its labels predict the withheld answers better than "
+                f"{ref_name!r} by {row['gain']:+.4f} nats per answer (paired z = {row['z']:.1f} > "
+                f"{self.min_z}; {self.n_folds}-fold cross-validation over answers), the best score "
+                f"among {len(better)} such candidate(s)"
+            )
+        return pick
 
     def __getattr__(self, name: str):
         # delegate fitted worker-model attributes (confusions_, skills_, priors_, ...) to best_

@@ -1,0 +1,266 @@
+"""Hierarchical Dawid-Skene: worker confusions shrunk toward a population learned from the data.
+
+Model (Dawid & Skene, 1979, with the hierarchical prior of Kim & Ghahramani, 2012, "Bayesian
+classifier combination", AISTATS, and Venanzi et al., 2014, "Community-based Bayesian
+aggregation models for crowdsourcing", WWW, whose community model this is with one
+community)::
+
+    y_n ~ Cat(pi)
+    confusions_[w, j, :] ~ Dirichlet(alpha_[j, :])             (one population row per class)
+    answer_{n,w} | y_n = j ~ Cat(confusions_[w, j, :])
+
+``alpha_[j, :] = s_j mu_j`` holds both the population confusion ``mu_j`` (where a typical
+worker's answers go when the truth is ``j``) and the strength ``s_j`` of the shrinkage.
+Neither is a fixed constant: both are set by **empirical Bayes**, maximising the marginal
+(Dirichlet-multinomial) likelihood of the workers' expected counts::
+
+    alpha_[j] = argmax_a  sum_w log DirMult(c_{w,j,:} | a),   c_{w,j,l} = sum_{n: answer_{n,w}=l} q_n(j)
+
+(Minka, 2000, "Estimating a Dirichlet distribution": the fixed point
+``a_l <- a_l sum_w [psi(c_wl + a_l) - psi(a_l)] / sum_w [psi(C_w + A) - psi(A)]``), inside
+every M-step.  A worker's confusion is then its posterior mean
+``(c_{w,j,:} + alpha_[j]) / (C_{w,j} + s_j)``: a worker with few answers borrows the
+population's row (which can be one-coin-like or class-biased, as the crowd is), a worker
+with many keeps its own matrix.  The strength adapts per dataset: on crowds of similar
+workers ``s_j`` grows and the model approaches one shared confusion; on heterogeneous crowds
+it shrinks toward plain Dawid-Skene.  This replaces ``ds``'s fixed ``diag_alpha``.
+
+Initialisation (the signal-processing tutorial's recommendation): EM is run from majority
+vote and from a moment estimate (Spectral-DS's moments, one E-step, no EM), and the run with
+the higher collapsed evidence is kept::
+
+    L(q, alpha, pi) = sum_n sum_j q_n(j) [log pi_j - log q_n(j)] + sum_{w,j} log DirMult(c_{w,j,:} | alpha_[j])
+
+(worker confusions integrated out; with soft counts ``c`` this is the usual collapsed
+approximation, not a strict bound); a later start must beat an earlier one by
+:data:`EVIDENCE_MARGIN` nats.  ``starts_`` lists each start's evidence.  Starts that
+cannot run (the moment step is undefined on the input, too many classes) are skipped and
+recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import digamma, gammaln
+
+from ..core import kernels
+from ..core.data import CrowdLabels
+from ..core.stats import clamp_to_gold, vote_fractions
+from .dawid_skene import DawidSkene
+
+__all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomial_loglik"]
+
+#: numerical floor and ceiling of a learned pseudo-count (a guard, not a tuned value: an
+#: off-diagonal cell no worker ever uses drives its estimate to 0, and a crowd of identical
+#: workers drives the strength to infinity)
+_MIN_PSEUDO, _MAX_STRENGTH = 1e-6, 1e6
+
+#: start names: majority vote and the moment estimate
+STARTS = ("mv", "spectral")
+
+#: a later start replaces an earlier one only if its log evidence is higher by more than this
+#: (a Bayes factor of e, "not worth more than a bare mention" on Kass & Raftery's 1995 scale):
+#: starts that reach the same optimum by different paths differ by less, and the choice must
+#: not flip on rounding or on how ids happen to be numbered
+EVIDENCE_MARGIN = 1.0
+
+
+def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50, tol: float = 1e-6) -> np.ndarray:
+    """Empirical-Bayes Dirichlet per true class from count rows (Minka's fixed point).
+
+    Parameters
+    ----------
+    counts : ndarray (W, K, K)
+        ``counts[w, j, l]``: (soft) number of times worker ``w`` answered ``l`` when the truth
+        was ``j``.
+    alpha : ndarray (K, K)
+        Starting pseudo-counts (warm start), one Dirichlet per row ``j``.
+
+    Returns
+    -------
+    ndarray (K, K)
+        ``argmax_a sum_w log DirMult(counts[w, j, :] | a_j)`` for every ``j``.  Rows of
+        workers who never saw class ``j`` carry no information and drop out of both sums.
+    """
+    a = np.maximum(np.asarray(alpha, float).copy(), _MIN_PSEUDO)
+    totals = counts.sum(axis=2)  # (W, K)
+    for _ in range(max_iter):
+        big_a = a.sum(axis=1)  # (K,)
+        num = (digamma(counts + a) - digamma(a)).sum(axis=0)  # (K, K)
+        den = (digamma(totals + big_a) - digamma(big_a)).sum(axis=0)  # (K,)
+        new = a * num / np.maximum(den, 1e-300)[:, None]
+        new = np.where(den[:, None] > 0, new, a)  # a class no worker has seen keeps its row
+        new = np.maximum(new, _MIN_PSEUDO)
+        scale = np.minimum(1.0, _MAX_STRENGTH / new.sum(axis=1))
+        new *= scale[:, None]
+        done = np.max(np.abs(new - a) / a) < tol
+        a = new
+        if done:
+            break
+    return a
+
+
+def dirichlet_multinomial_loglik(counts: np.ndarray, alpha: np.ndarray) -> float:
+    """``sum_{w,j} log DirMult(counts[w, j, :] | alpha[j])`` of answer *sequences* (no multinomial coefficient)."""
+    big_a = alpha.sum(axis=1)
+    totals = counts.sum(axis=2)
+    return float(
+        (gammaln(big_a) - gammaln(totals + big_a)).sum()
+        + (gammaln(counts + alpha) - gammaln(alpha)).sum()
+    )
+
+
+class HierarchicalDawidSkene(DawidSkene):
+    """Dawid-Skene with worker confusions shrunk toward a learned population confusion.
+
+    See the module docstring for the model; the population pseudo-counts ``alpha_`` are
+    learned by empirical Bayes in every M-step, so there is no smoothing constant to choose.
+
+    Parameters
+    ----------
+    max_iter, tol, backend, random_state, n_jobs :
+        As :class:`~crowdlearn.aggregation.DawidSkene`.
+    prior_alpha : float, default 1.0
+        Dirichlet pseudo-count of the class prior ``pi`` (Laplace smoothing of one
+        distribution; empirical Bayes has a single draw to learn it from, so it is not
+        learned).
+    starts : sequence of {"mv", "spectral", "onecoin"}, default ("mv", "spectral")
+        EM starts, in order of preference; the fit with the highest collapsed evidence is kept
+        (a later start must win by :data:`EVIDENCE_MARGIN` nats).  ``"spectral"`` is
+        Spectral-DS's moment estimate (Zhang et al., 2014) turned into posteriors by one
+        E-step; ``"onecoin"`` the one-coin model's posteriors.  A start given to ``fit`` as
+        ``init=`` replaces them.
+
+    Attributes
+    ----------
+    alpha_ : ndarray (n_classes, n_classes)
+        Learned population pseudo-counts ``[true, answered]``.
+    population_ : DataFrame
+        The population confusion ``alpha_ / alpha_.sum(1)`` (true x answered).
+    strength_ : Series
+        ``s_j = alpha_[j].sum()`` per true class: how many answers' worth of weight the
+        population carries against a worker's own counts.
+    evidence_ : float
+        Collapsed evidence of the kept fit.
+    starts_ : DataFrame
+        One row per start: ``evidence``, ``n_iter``, ``error`` (why a start was skipped).
+    init_ : str
+        The start that was kept.
+    confusions_, priors_, skills_, history_ :
+        As :class:`~crowdlearn.aggregation.DawidSkene`.
+    """
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        tol: float = 1e-7,
+        prior_alpha: float = 1.0,
+        starts: Any = STARTS,
+        backend: str = "auto",
+        random_state: int | None = 0,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.max_iter = max_iter
+        self.tol = tol
+        self.prior_alpha = prior_alpha
+        self.starts = starts
+        self.backend = backend
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # DawidSkene's fixed pseudo-counts are replaced by the learned ones (class constants, not
+    # parameters: ``_pseudo_counts`` then holds only a ``confusion_prior`` given to ``fit``)
+    alpha = 0.0
+    diag_alpha = 0.0
+
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
+        starts = [("init", init)] if init is not None else self._starts(data)
+        rows, best = {}, None
+        for name, start in starts:
+            if isinstance(start, str):  # a start that could not be computed: its reason
+                rows[name] = (-np.inf, 0, start)
+                continue
+            self.history_, self.n_iter_ = [], 0
+            self._alpha = np.ones((data.n_classes, data.n_classes))
+            post = super()._fit(data, gold, clamp_to_gold(np.array(start, dtype=float), gold))
+            counts = self._counts(data, post)
+            evidence = self._evidence(post, counts)
+            rows[name] = (evidence, self.n_iter_, "")
+            if best is None or evidence > best[0] + EVIDENCE_MARGIN:
+                best = (evidence, name, post, self._snapshot())
+        if best is None:  # pragma: no cover - "mv" always runs
+            raise RuntimeError("no EM start could run")
+        self.starts_ = pd.DataFrame.from_dict(rows, orient="index", columns=["evidence", "n_iter", "error"])
+        evidence, self.init_, post, state = best
+        self.__dict__.update(state)
+        self.evidence_ = float(evidence)
+        self.alpha_ = self._alpha
+        self.population_ = pd.DataFrame(
+            self._alpha / self._alpha.sum(axis=1, keepdims=True), index=data.classes, columns=data.classes
+        )
+        self.strength_ = pd.Series(self._alpha.sum(axis=1), index=data.classes, name="strength")
+        del self._alpha
+        return post
+
+    def _snapshot(self) -> dict:
+        keys = ("_alpha", "_log_table", "_log_prior", "confusions_", "priors_", "skills_", "history_", "n_iter_", "converged_")
+        return {k: getattr(self, k) for k in keys}
+
+    def _starts(self, data: CrowdLabels) -> list:
+        names = [self.starts] if isinstance(self.starts, str) else list(self.starts)
+        if not names:
+            raise ValueError("starts is empty")
+        out = []
+        for name in names:
+            if name == "mv":
+                out.append((name, vote_fractions(data)))
+            elif name in ("spectral", "onecoin"):
+                out.append((name, _start_posteriors(name, data, self.random_state)))
+            else:
+                raise ValueError(f"unknown start {name!r}; use 'mv', 'spectral' or 'onecoin'")
+        return out
+
+    def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
+        k, m = data.n_classes, data.n_workers
+        buf = None if work is None else work["counts"]
+        counts, class_counts = kernels.mstep(data, post, backend, out=buf, n_threads=threads)
+        if work is not None:
+            work["counts"] = counts
+        self._alpha = fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha)
+        log_table = self._table_from_counts(counts, self._alpha + pseudo, backend)
+        class_counts = class_counts + self.prior_alpha
+        log_prior = np.log(np.maximum(class_counts / class_counts.sum(), 1e-300))
+        return log_table, log_prior
+
+    @staticmethod
+    def _counts(data: CrowdLabels, post: np.ndarray) -> np.ndarray:
+        k, m = data.n_classes, data.n_workers
+        counts, _ = kernels.mstep(data, post, "numpy")
+        return counts.reshape(m, k, k).transpose(0, 2, 1)
+
+    def _evidence(self, post: np.ndarray, counts: np.ndarray) -> float:
+        q = np.clip(post, 1e-300, 1.0)
+        task_terms = float((post * (self._log_prior[None, :] - np.log(q))).sum())
+        return task_terms + dirichlet_multinomial_loglik(counts, self._alpha)
+
+
+def _start_posteriors(name: str, data: CrowdLabels, random_state) -> np.ndarray | str:
+    """Posteriors of a non-vote start, or the reason it cannot run on ``data``."""
+    if name == "onecoin":
+        from .dawid_skene import OneCoinDawidSkene
+
+        est = OneCoinDawidSkene(random_state=random_state)
+    else:
+        from .spectral_ds import SpectralDawidSkene
+
+        est = SpectralDawidSkene(n_em_iter=0, compare_with_mv=False, random_state=random_state)
+    try:
+        est.fit(data)
+    except ValueError as exc:  # e.g. too many classes for a dense table
+        return f"{type(exc).__name__}: {exc}"
+    if getattr(est, "fallback_", None) is not None:
+        return f"moment step undefined: {est.fallback_}"
+    return est.probas_.to_numpy()

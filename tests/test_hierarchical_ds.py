@@ -1,0 +1,103 @@
+"""Hierarchical Dawid-Skene (``hds``): empirical-Bayes population prior, starts, real data."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn as cl
+from crowdlearn.aggregation.hierarchical_ds import (
+    EVIDENCE_MARGIN,
+    HierarchicalDawidSkene,
+    dirichlet_multinomial_loglik,
+    fit_dirichlet_rows,
+)
+from crowdlearn.benchmarking import gold_accuracy
+from conftest import load_shared
+
+
+def _population_crowd(n_tasks, n_workers, per_task, mu, strength, seed, sparse_workers=0):
+    """Workers' confusion rows drawn from Dirichlet(strength * mu[j]); returns frame, truth, confusions."""
+    rng = np.random.default_rng(seed)
+    k = mu.shape[0]
+    conf = np.stack([[rng.dirichlet(strength * mu[j]) for j in range(k)] for _ in range(n_workers)])
+    truth = rng.integers(0, k, n_tasks)
+    rows = []
+    for t in range(n_tasks):
+        for w in rng.choice(n_workers - sparse_workers, per_task, replace=False):
+            rows.append((t, w, rng.choice(k, p=conf[w, truth[t]])))
+    for i, w in enumerate(range(n_workers - sparse_workers, n_workers)):  # two answers each
+        for t in (2 * i, 2 * i + 1):
+            rows.append((t, w, rng.choice(k, p=conf[w, truth[t]])))
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    return df, pd.Series(truth, index=range(n_tasks)), conf
+
+
+MU = np.array([[0.8, 0.15, 0.05], [0.1, 0.7, 0.2], [0.05, 0.25, 0.7]])
+
+
+def test_fit_dirichlet_rows_recovers_a_planted_dirichlet_from_counts():
+    rng = np.random.default_rng(0)
+    alpha = 12.0 * MU
+    probs = np.stack([[rng.dirichlet(alpha[j]) for j in range(3)] for _ in range(3000)])
+    counts = np.stack([[rng.multinomial(30, probs[w, j]) for j in range(3)] for w in range(3000)]).astype(float)
+    est = fit_dirichlet_rows(counts, np.ones((3, 3)), max_iter=2000, tol=1e-10)
+    np.testing.assert_allclose(est / est.sum(1, keepdims=True), MU, atol=0.01)
+    np.testing.assert_allclose(est.sum(1), 12.0, rtol=0.1)
+    # the estimate is a maximum of the Dirichlet-multinomial likelihood
+    best = dirichlet_multinomial_loglik(counts, est)
+    for scale in (0.8, 1.25):
+        assert dirichlet_multinomial_loglik(counts, est * scale) < best
+
+
+def test_recovers_the_planted_population_and_strength():
+    df, truth, _ = _population_crowd(3000, 60, 5, MU, 10.0, seed=1)
+    est = HierarchicalDawidSkene().fit(df)
+    np.testing.assert_allclose(est.population_.to_numpy(), MU, atol=0.04)
+    assert np.all((est.strength_ > 5.0) & (est.strength_ < 20.0)), est.strength_
+    acc = (est.labels_.sort_index().to_numpy() == truth.to_numpy()).mean()
+    ds = (cl.DawidSkene().fit(df).labels_.sort_index().to_numpy() == truth.to_numpy()).mean()
+    assert acc >= ds - 0.005
+
+
+def test_sparse_workers_borrow_the_population_and_dense_workers_keep_their_own():
+    df, truth, conf = _population_crowd(2000, 40, 4, MU, 6.0, seed=2, sparse_workers=10)
+    est = HierarchicalDawidSkene().fit(df)
+    pos = {w: i for i, w in enumerate(est.skills_.index)}
+    pop = est.population_.to_numpy()
+    dense = [pos[w] for w in range(30)]
+    sparse = [pos[w] for w in range(30, 40)]
+    fitted = est.confusions_
+    # a two-answer worker sits near the population; a dense worker near its planted matrix
+    assert np.abs(fitted[sparse] - pop).mean() < 0.05
+    assert np.abs(fitted[dense] - conf[:30]).mean() < np.abs(pop - conf[:30]).mean() / 2
+
+
+def test_starts_are_compared_by_evidence_and_a_given_init_replaces_them():
+    df, _, _ = _population_crowd(800, 20, 4, MU, 8.0, seed=3)
+    est = HierarchicalDawidSkene().fit(df)
+    assert list(est.starts_.index) == ["mv", "spectral"]
+    ev = est.starts_["evidence"]
+    expected = "spectral" if ev["spectral"] > ev["mv"] + EVIDENCE_MARGIN else "mv"
+    assert est.init_ == expected and est.evidence_ == pytest.approx(ev[expected])
+    init = np.full((800, 3), 1 / 3)
+    assert list(HierarchicalDawidSkene().fit(df, init=init).starts_.index) == ["init"]
+    with pytest.raises(ValueError, match="unknown start"):
+        HierarchicalDawidSkene(starts=("mv", "best")).fit(df)
+
+
+def test_a_start_that_cannot_run_is_recorded_not_fatal():
+    # two workers: the three-view moment step is undefined
+    df = pd.DataFrame({"task": [0, 0, 1, 1, 2, 2], "worker": [0, 1] * 3, "label": [0, 0, 1, 1, 0, 1]})
+    est = HierarchicalDawidSkene().fit(df)
+    assert est.init_ == "mv" and est.starts_.loc["spectral", "error"] != ""
+    assert len(est.labels_) == 3 and np.isfinite(est.probas_.to_numpy()).all()
+
+
+@pytest.mark.parametrize("name", ["imagenet15n", "bluebirds"])
+def test_no_worse_than_ds_where_fixed_smoothing_is_hardest(name):
+    # imagenet15n: 15 classes, 1.3 answers per task (ds needs its fixed diagonal prior there);
+    # bluebirds: dense class-biased workers (full confusions win)
+    data = load_shared(name)
+    ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+    hds = gold_accuracy(HierarchicalDawidSkene().fit(data).labels_, data)
+    assert hds >= ds, (hds, ds)
