@@ -15,17 +15,22 @@ posteriors *predict answers it has not seen*:
    smoothed Dawid-Skene confusion ``Pi_w[c, a]`` is estimated from the candidate's posteriors
    on the training answers (one M-step, pseudo-count ``smoothing`` per cell), and the score
    is the mean held-out log-likelihood ``log sum_c q_j(c) Pi_w[c, a_jw]``;
-4. keep the first candidate (the reference, ``ds`` by default) unless some candidates predict
-   the withheld answers *significantly* better — paired over the same answers, gain above
-   ``min_z`` standard errors — and then take the best of those; refit it on all answers.
-   Differences between methods are often within the noise of a hold-out estimate, and the
-   reference is the method whose failure modes are best understood.
-5. or, with ``combine="stack"``, average the candidates instead of switching: the weights
-   ``w`` maximise the held-out log-likelihood of the mixture ``sum_i log sum_m w_m p_i^(m)``
-   over the withheld answers (stacking of predictive distributions, Yao, Vehtari, Simpson &
-   Gelman, 2018, "Using stacking to average Bayesian predictive distributions", Bayesian
-   Analysis 13(3)), and the output posteriors are ``sum_m w_m q^(m)`` of the candidates refit
-   on all answers (those with a weight above 1%).
+4. (``combine="stack"``, the default) average the candidates instead of betting on one: the
+   weights ``w`` maximise the held-out log-likelihood of the mixture
+   ``sum_i log sum_m w_m p_i^(m)`` over the withheld answers (stacking of predictive
+   distributions, Yao, Vehtari, Simpson & Gelman, 2018, "Using stacking to average Bayesian
+   predictive distributions", Bayesian Analysis 13(3)), and the output posteriors are
+   ``sum_m w_m q^(m)`` of the candidates refit on all answers (those with a weight above 1%);
+5. or (``combine="select"``) keep the first candidate (the reference, ``ds`` by default)
+   unless some candidates predict the withheld answers *significantly* better — paired over
+   the same answers, gain above ``min_z`` standard errors — and then take the best of those;
+   refit it on all answers.  Differences between methods are often within the noise of a
+   hold-out estimate, and the reference is the method whose failure modes are best
+   understood.
+
+Stacking was chosen as the default on simulated crowds (``benchmarks/model_choice.py
+--synthetic``: best mean accuracy and smallest worst-case regret of ``ds``, ``hds``, select
+and stack), not on the real sets.
 
 The candidate's labels enter as hard labels (``hard=True``): scored with soft posteriors the
 rule favours whichever method is least confident (vote shares) rather than most accurate.
@@ -123,7 +128,9 @@ def _subsample_tasks(data: CrowdLabels, max_answers: int | None, rng: np.random.
     if max_answers is None or data.n_labels <= max_answers:
         return data
     keep_tasks = rng.random(data.n_tasks) < max_answers / data.n_labels
-    return data._select_keep_ids(keep_tasks[data.task])
+    # the subset drops the other tasks' ids: fitting on 10^5 empty tasks would cost as much
+    # as fitting on their answers
+    return data.subset(tasks=data.tasks[keep_tasks])
 
 
 def _predictive_score(train: CrowdLabels, post: np.ndarray, test: CrowdLabels, smoothing: float) -> np.ndarray:
@@ -263,10 +270,12 @@ class AutoAggregator(BaseAggregator):
         standard errors.
     smoothing : float
         Dirichlet pseudo-count of the common worker model used for scoring.
-    combine : {"select", "stack"}, default "select"
-        Refit the chosen candidate, or average the posteriors of the candidates with stacking
-        weights learned on the withheld answers (module docstring, step 5).
-    max_answers : int or None, default 200_000
+    combine : {"stack", "select"}, default "stack"
+        Average the posteriors of the candidates with stacking weights learned on the
+        withheld answers (module docstring, step 5), or refit the one chosen candidate
+        (step 4).  The default was chosen on simulated crowds (``benchmarks/model_choice.py
+        --synthetic``), not on the real sets.
+    max_answers : int or None, default 100_000
         Above this many answers the choice is made on a random subset of tasks holding about
         this many answers (the final fit always uses every answer).  A speed setting.
     random_state : int
@@ -293,8 +302,8 @@ class AutoAggregator(BaseAggregator):
         n_folds: int = 5,
         min_z: float = 2.0,
         smoothing: float = 1.0,
-        combine: str = "select",
-        max_answers: int | None = 200_000,
+        combine: str = "stack",
+        max_answers: int | None = 100_000,
         random_state: int | None = 0,
     ) -> None:
         self.candidates = candidates

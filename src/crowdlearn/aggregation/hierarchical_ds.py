@@ -58,6 +58,9 @@ __all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomia
 #: workers drives the strength to infinity)
 _MIN_PSEUDO, _MAX_STRENGTH = 1e-6, 1e6
 
+#: fixed-point steps of the population pseudo-counts per EM iteration (warm-started)
+EB_STEPS_PER_ITER = 5
+
 #: start names: majority vote and the moment estimate
 STARTS = ("mv", "spectral")
 
@@ -229,7 +232,12 @@ class HierarchicalDawidSkene(DawidSkene):
         counts, class_counts = kernels.mstep(data, post, backend, out=buf, n_threads=threads)
         if work is not None:
             work["counts"] = counts
-        self._alpha = fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha)
+        # a few warm-started fixed-point steps per M-step: each raises the Dirichlet-multinomial
+        # likelihood (Minka's update maximises a lower bound), so EM and empirical Bayes climb
+        # together (a generalised EM) instead of solving the inner problem to the end each time
+        self._alpha = fit_dirichlet_rows(
+            counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER
+        )
         log_table = self._table_from_counts(counts, self._alpha + pseudo, backend)
         class_counts = class_counts + self.prior_alpha
         log_prior = np.log(np.maximum(class_counts / class_counts.sum(), 1e-300))
