@@ -95,7 +95,10 @@ def test_aggregate_auto_says_what_it_chose(tmp_path, capsys):
     code, _, err = run(["aggregate", str(src), "--method", "auto", "--out", str(tmp_path / "o.csv")], capsys)
     assert code == 0
     lines = err.strip().splitlines()
-    assert len(lines) == 2 and lines[1].startswith("auto: chose '")
+    assert len(lines) == 2 and lines[1].startswith("auto: stacked ") and "ds " in lines[1]
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "combine=select",
+                        "--out", str(tmp_path / "o.csv")], capsys)
+    assert code == 0 and err.strip().splitlines()[1].startswith("auto: chose '")
 
 
 def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
