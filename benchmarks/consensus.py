@@ -140,6 +140,11 @@ def run(name: str, seed: int, n_folds: int) -> tuple[dict, dict]:
         "cleanlab annotator_quality": rho(cl_quality),
         "ds skills_": rho(ds.skills_.reindex(data.workers)),
     }
+    # tasks nobody answered (the test split): the calibrated classifier vs the raw one
+    gold_rest = ~answered & (truth >= 0)
+    if gold_rest.any():
+        row["no-answer tasks: model alone"] = float(np.mean(np.argmax(probs, axis=1)[gold_rest] == truth[gold_rest]))
+        row["no-answer tasks: model_consensus"] = float(np.mean(codes[gold_rest] == truth[gold_rest]))
     row["variant"] = f"{res.worker_model}/{res.calibration}"
     row["model weight"] = res.model_weight
     row["crowdlearn s"] = times["crowdlearn"]
@@ -161,9 +166,15 @@ def main(argv=None) -> None:
                 row, corr = run(name, seed, args.folds)
                 rows.append(row)
                 corrs.append(corr)
+        import cleanlab
+
+        print(f"cleanlab {cleanlab.__version__}, scikit-learn logistic regression, "
+              f"{args.folds}-fold cross-fitting\n")
         acc = pd.DataFrame(rows)
         num = ["model alone", "mv", "ds", "cleanlab crowdlab", "crowdlearn model_consensus",
+               "no-answer tasks: model alone", "no-answer tasks: model_consensus",
                "model weight", "crowdlearn s", "cleanlab s"]
+        num = [c for c in num if c in acc.columns]
         print("### Consensus accuracy against gold on the answered tasks, per seed "
               "(seed = cross-fitting fold split)\n")
         print(markdown_table(acc, floatfmt=".3f", index=False))

@@ -153,3 +153,13 @@ def test_bad_settings_raise():
         model_consensus(df, p, n_folds=1)
     with pytest.raises(ValueError, match="alpha"):
         model_consensus(df, p, alpha=-1.0)
+
+
+def test_a_class_nobody_answered_is_kept_from_the_probabilities():
+    df = pd.DataFrame({"task": ["a", "b", "c"], "worker": ["u", "v", "u"], "label": ["x", "y", "x"]})
+    probs = pd.DataFrame({"x": [0.6, 0.2, 0.1], "y": [0.3, 0.7, 0.1], "z": [0.1, 0.1, 0.8]},
+                         index=["a", "b", "c"])
+    res = model_consensus(df, probs, variant=ONE)
+    assert list(res.probas.columns) == ["x", "y", "z"]
+    np.testing.assert_allclose(res.probas.sum(axis=1), 1.0)
+    assert res.tasks["model_share"].between(0, 1).all()

@@ -67,8 +67,9 @@ class ModelConsensus:
         ``consensus_label``, ``quality`` (posterior probability of the consensus label),
         ``model_label`` (the classifier's own argmax), ``n_answers``, ``agreement`` (share
         of the task's answers equal to the consensus, NaN without answers) and
-        ``model_share`` (the model's share of the evidence on the task: its weight over the
-        sum of its weight and those of the task's annotators).
+        ``model_share`` (the model's share of the evidence on the task: the evidence of its
+        calibrated prediction on the task over the sum of that and the ``weight`` of the
+        task's annotators, see Notes).
     probas : DataFrame (tasks x classes)
         Posterior class probabilities; for tasks without answers, the calibrated model.
     annotators : DataFrame, one row per annotator (index ``worker``)
@@ -491,8 +492,8 @@ def _summarise(data, z, fit: _Fit, chosen, selection, rng) -> ModelConsensus:
     model_ev_task = top_lp - rest if k > 1 else np.zeros(len(lp))
     model_evidence = float(model_ev_task.mean()) if len(lp) else 0.0
     crowd_ev = np.bincount(t, weights=weight[w], minlength=data.n_tasks)
-    denom = model_evidence + crowd_ev
-    model_share = np.divide(model_evidence, denom, out=np.ones(data.n_tasks), where=denom > 0)
+    denom = model_ev_task + crowd_ev
+    model_share = np.divide(model_ev_task, denom, out=np.ones(data.n_tasks), where=denom > 0)
 
     agree_t = np.bincount(t, weights=agree_hits, minlength=data.n_tasks)
     tasks = pd.DataFrame(
