@@ -381,7 +381,8 @@ def model_consensus(
         ``beta``, "vector": one per class).  "auto" picks the pair with the best held-out
         likelihood of the answers (``n_folds`` folds over answers); no gold is used.
     n_folds : int, default 5
-        Folds of the "auto" selection.
+        Folds of the "auto" selection, which costs ``4 * n_folds + 1`` fits instead of one
+        (give ``variant`` to skip it on large data).
     alpha : float, optional
         Dirichlet pseudo-count on every confusion cell (one-coin: on "right" and "wrong");
         default 0.5 for "full" and 1 for "one_coin".  Unlike
