@@ -107,6 +107,10 @@ def test_frame_input_aligns_by_task_and_class_and_keeps_unanswered_tasks():
     new = res.tasks.loc[["new1", "new2"]]
     assert (new["n_answers"] == 0).all() and new["agreement"].isna().all()
     assert list(new["consensus_label"]) == [0, 3]
+    # a Series of probability vectors indexed by task aligns the same way
+    series = pd.Series(list(pd.concat([frame, extra]).to_numpy()), index=list(data.tasks) + ["new1", "new2"])
+    from_series = model_consensus(data, series.iloc[::-1], variant=ONE)
+    pd.testing.assert_frame_equal(from_series.probas.loc[res.probas.index], res.probas, atol=1e-6)
     # unanswered tasks get the calibrated model: softmax(beta log p + b)
     s = res.model_weights.to_numpy() * np.log(extra.to_numpy()) + res.model_bias.to_numpy()
     cal = np.exp(s - s.max(axis=1, keepdims=True))
@@ -134,7 +138,7 @@ def test_long_frame_labels_and_string_ids():
         (pd.DataFrame({"x": [0.5, 0.9], "y": [0.5, 0.5]}, index=["a", "b"]), r"summing to 1.*task 'b'"),
         (pd.DataFrame({"x": [0.5, np.nan], "y": [0.5, 0.5]}, index=["a", "b"]), r"task 'b'"),
         (np.array([[0.5, 0.5], [-0.1, 1.1]]), r"row position 1"),
-        (pd.Series([0.5, 0.5], index=["a", "b"]), "is a Series"),
+        (pd.Series([0.5, 0.5], index=["a", "b"]), "vector of 2 class probabilities.*task 'a'"),
         (pd.DataFrame({"x": [0.5, 0.5], "y": [0.5, 0.5]}, index=["a", "a"]), "more than one row"),
     ],
 )

@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 from ..core.base import resolve_random_state
@@ -134,10 +133,17 @@ def _align(labels: Any, pred_probs: Any) -> tuple[CrowdLabels, np.ndarray]:
     data = as_crowd_labels(labels)
     k = data.n_classes
     if isinstance(pred_probs, pd.Series):
-        raise ValueError(
-            "pred_probs is a Series; give a DataFrame indexed by task with one column per "
-            "class, or an array (n_tasks, n_classes) in labels.tasks order"
-        )
+        # a Series of probability vectors (classes in labels.classes order), indexed by task
+        rows = [np.ravel(np.asarray(v, dtype=float)) for v in pred_probs.to_numpy()]
+        bad = np.array([r.shape != (k,) for r in rows], dtype=bool)
+        if bad.any():
+            raise ValueError(
+                f"pred_probs is a Series: each value must be a vector of {k} class "
+                f"probabilities in labels.classes order; not so for task "
+                f"{pred_probs.index[bad][0]!r} (or give a DataFrame with one column per class)"
+            )
+        pred_probs = pd.DataFrame(np.stack(rows) if rows else np.empty((0, k)),
+                                  index=pred_probs.index, columns=data.classes)
     if isinstance(pred_probs, pd.DataFrame):
         frame = pred_probs
         if frame.index.has_duplicates:
@@ -232,6 +238,8 @@ def _fit_calibration(z, q, beta, bias, per_class: bool, ridge: float) -> tuple[n
     A soft-target multinomial logistic regression (concave) with a small ridge on ``b`` (a
     class nobody is believed to hold keeps a finite offset); ``0 <= beta <= _BETA_MAX``.
     """
+    from scipy.optimize import minimize  # here: importing the diagnostics stays light
+
     n, k = z.shape
     nb = k if per_class else 1
 
@@ -368,11 +376,13 @@ def model_consensus(
     ----------
     labels : CrowdLabels or DataFrame (task, worker, label columns)
         The crowd answers.
-    pred_probs : DataFrame or array
+    pred_probs : DataFrame, Series or array
         Out-of-sample class probabilities of a classifier (e.g. cross-fitted: a model never
         trained on the task it predicts).  A DataFrame is indexed by task id with one column
         per class and is aligned by both; it must cover every answered task and may hold
-        tasks nobody answered (they get the calibrated model's probabilities).  An array
+        tasks nobody answered (they get the calibrated model's probabilities).  A Series
+        indexed by task holds one probability vector per task, in ``labels.classes`` order,
+        and is aligned by task the same way.  An array
         must have shape (``labels.n_tasks``, ``labels.n_classes``) in ``labels.tasks`` and
         ``labels.classes`` order.
     variant : "auto" or (worker_model, calibration)
