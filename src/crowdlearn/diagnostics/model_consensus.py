@@ -38,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels, row_list
@@ -226,43 +225,81 @@ class _Fit:
     converged: bool
 
 
+def logsumexp(a: np.ndarray, axis: int, keepdims: bool = False) -> np.ndarray:
+    """``log sum exp`` along ``axis``, shifted by the maximum (finite inputs)."""
+    top = a.max(axis=axis, keepdims=True)
+    out = top + np.log(np.exp(a - top).sum(axis=axis, keepdims=True))
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
 def _log_prior(z: np.ndarray, beta: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """log softmax(beta * z + b) row-wise: the calibrated classifier."""
     s = z * beta + bias
     return s - logsumexp(s, axis=1, keepdims=True)
 
 
-def _fit_calibration(z, q, beta, bias, per_class: bool, ridge: float) -> tuple[np.ndarray, np.ndarray]:
+def _fit_calibration(z, q, beta, bias, per_class: bool, ridge: float,
+                     max_steps: int = 25) -> tuple[np.ndarray, np.ndarray]:
     """M-step of (beta, b): maximise ``sum_n sum_j q_nj log softmax(beta z_n + b)_j``.
 
-    A soft-target multinomial logistic regression (concave) with a small ridge on ``b`` (a
-    class nobody is believed to hold keeps a finite offset); ``0 <= beta <= _BETA_MAX``.
+    A soft-target multinomial logistic regression (concave) with a ridge on ``b`` (a class
+    nobody is believed to hold keeps a finite offset) and ``0 <= beta <= _BETA_MAX``,
+    solved by projected Newton steps with backtracking: the problem has at most 2K
+    parameters, so an exact (2K x 2K) Hessian costs O(N K^2) per step and avoids a
+    general-purpose optimiser's per-call overhead, which dominated on small data.
     """
-    from scipy.optimize import minimize  # here: importing the diagnostics stays light
-
     n, k = z.shape
+    r = q.sum(axis=1)
+    ridge = max(ridge, 1e-8)  # softmax is shift-invariant: the ridge pins the offsets
+    # parameters theta = (beta_1..beta_K, b_1..b_K); a single temperature is the sum map T
+    T = np.eye(2 * k) if per_class else np.vstack([np.r_[np.ones(k), np.zeros(k)],
+                                                   np.c_[np.zeros((k, k)), np.eye(k)]])
+    theta = np.r_[beta, bias] @ np.linalg.pinv(T) if not per_class else np.r_[beta, bias]
     nb = k if per_class else 1
+    lower = np.r_[np.zeros(nb), np.full(k, -np.inf)]
+    upper = np.r_[np.full(nb, _BETA_MAX), np.full(k, np.inf)]
+    theta = np.clip(theta, lower, upper)
 
-    def objective(theta):
-        bt = theta[:nb] if per_class else np.full(k, theta[0])
-        b = theta[nb:]
-        lp = _log_prior(z, bt, b)
-        p = np.exp(lp)
-        value = -(q * lp).sum() + 0.5 * ridge * (b @ b)
-        resid = p * q.sum(axis=1, keepdims=True) - q        # d(-obj)/d(score)
-        g_beta = (resid * z).sum(axis=0)
-        grad_b = resid.sum(axis=0) + ridge * b
-        grad_beta = g_beta if per_class else np.array([g_beta.sum()])
-        return value, np.concatenate([grad_beta, grad_b])
+    def expand(th):
+        full = th @ T
+        return full[:k], full[k:]
 
-    start = np.concatenate([beta if per_class else [beta.mean()], bias])
-    bounds = [(0.0, _BETA_MAX)] * nb + [(None, None)] * k
-    res = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=bounds,
-                   options={"maxiter": 200})
-    theta = res.x
-    b = theta[nb:]
-    b = b - b.mean()  # softmax is shift-invariant: centre the offsets
-    return (theta[:nb].copy() if per_class else np.full(k, theta[0])), b
+    def value(th):
+        bt, b = expand(th)
+        return -(q * _log_prior(z, bt, b)).sum() + 0.5 * ridge * (b @ b)
+
+    f = value(theta)
+    for _ in range(max_steps):
+        bt, b = expand(theta)
+        p = np.exp(_log_prior(z, bt, b))
+        g_s = p * r[:, None] - q                        # gradient in the scores s_nj
+        grad = T @ np.r_[(g_s * z).sum(axis=0), g_s.sum(axis=0) + ridge * b]
+        pr = p * r[:, None]
+        pz = pr * z
+        # Hessian in (beta, b): sum_n A_n^T r_n (diag(p_n) - p_n p_n^T) A_n, A_n = [diag(z_n), I]
+        h_bb = np.diag((pr * z * z).sum(0)) - np.einsum("ni,nj->ij", pz, p * z)
+        h_bc = np.diag(pz.sum(0)) - np.einsum("ni,nj->ij", pz, p)
+        h_cc = np.diag(pr.sum(0)) - np.einsum("ni,nj->ij", pr, p) + ridge * np.eye(k)
+        hess = T @ np.block([[h_bb, h_bc], [h_bc.T, h_cc]]) @ T.T
+        # coordinates held at a bound by the gradient stay there (projected Newton)
+        free = ~(((theta <= lower) & (grad > 0)) | ((theta >= upper) & (grad < 0)))
+        step = np.zeros_like(theta)
+        hf = hess[np.ix_(free, free)] + 1e-10 * np.eye(int(free.sum()))
+        step[free] = np.linalg.solve(hf, grad[free])
+        t = 1.0
+        while True:
+            cand = np.clip(theta - t * step, lower, upper)
+            f_new = value(cand)
+            if f_new <= f or t < 1e-4:
+                break
+            t *= 0.5
+        done = abs(f - f_new) <= 1e-10 * max(1.0, abs(f))
+        if f_new <= f:
+            theta, f = cand, f_new
+        if done or t < 1e-4:
+            break
+    bt, b = expand(theta)
+    return bt.copy(), b - b.mean()
 
 
 def _log_confusions(data: CrowdLabels, post: np.ndarray, worker_model: str,
