@@ -436,7 +436,8 @@ def model_consensus(
         :class:`~crowdlearn.aggregation.DawidSkene` (default 0), a full confusion matrix is
         smoothed here: a cell at probability 0 gives a held-out answer probability 0, so
         the "auto" selection could never pick the full model; 0.5 had the best held-out
-        likelihood among 0, 0.1, 0.5 and 1 on simulated crowds with structured confusions.
+        likelihood among 0, 0.1, 0.5 and 1 on simulated crowds with structured confusions
+        (``benchmarks/consensus.py --synthetic``; not chosen on real data).
     diag_alpha : float, optional
         Extra pseudo-count on the diagonal (the prior belief that annotators beat chance);
         default 4 for "full" and 1 for "one_coin", the defaults of
