@@ -187,8 +187,7 @@ def _align(labels: Any, pred_probs: Any) -> tuple[CrowdLabels, np.ndarray]:
             )
             row_pos = np.concatenate([row_pos, extra_rows])
         probs = frame.to_numpy(dtype=float)[np.ix_(row_pos, col_pos)]
-        where = "task " + "{}"
-        ids = data.tasks
+        ids = data.tasks  # errors name the task
     else:
         probs = np.asarray(pred_probs, dtype=float)
         if probs.ndim != 2 or probs.shape != (data.n_tasks, k):
@@ -197,14 +196,13 @@ def _align(labels: Any, pred_probs: Any) -> tuple[CrowdLabels, np.ndarray]:
                 f"labels.tasks and labels.classes order, got shape {probs.shape}; or give a "
                 "DataFrame indexed by task with one column per class"
             )
-        where = None
-        ids = None
+        ids = None  # errors name the row position
     bad = ~np.isfinite(probs).all(axis=1) | (probs < 0).any(axis=1)
     sums = np.where(bad, 1.0, probs.sum(axis=1))
     bad |= np.abs(sums - 1.0) > 1e-3
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        place = where.format(repr(ids[first])) if where else row_list(bad)
+        place = f"task {ids[first]!r}" if ids is not None else row_list(bad)
         raise ValueError(
             f"pred_probs must hold probabilities (finite, >= 0, each row summing to 1): "
             f"not so at {place} ({int(bad.sum())} row(s) in all)"
