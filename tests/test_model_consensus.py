@@ -167,3 +167,27 @@ def test_a_class_nobody_answered_is_kept_from_the_probabilities():
     assert list(res.probas.columns) == ["x", "y", "z"]
     np.testing.assert_allclose(res.probas.sum(axis=1), 1.0)
     assert res.tasks["model_share"].between(0, 1).all()
+
+
+def test_auto_picks_the_full_confusion_model_when_annotators_confuse_classes_alike():
+    rng = np.random.default_rng(7)
+    n, k, m, r = 400, 4, 12, 3
+    y = rng.integers(0, k, n)
+    conf = np.empty((m, k, k))
+    for w in range(m):  # each annotator mistakes class j for class j + 1 only
+        a = rng.uniform(0.5, 0.8)
+        conf[w] = np.full((k, k), 0.02) + np.diag(np.full(k, a))
+        conf[w][np.arange(k), (np.arange(k) + 1) % k] += 1 - a
+        conf[w] /= conf[w].sum(axis=1, keepdims=True)
+    task = np.repeat(np.arange(n), r)
+    worker = np.concatenate([rng.choice(m, r, replace=False) for _ in range(n)])
+    label = np.minimum((rng.random(n * r)[:, None] > conf[worker, y[task]].cumsum(axis=1)).sum(axis=1), k - 1)
+    data = CrowdLabels.from_codes(task, worker, label, n_tasks=n, n_workers=m, n_classes=k)
+    p = np.full((n, k), 1.0 / k)  # an uninformative classifier
+    full = model_consensus(data, p, n_folds=3)
+    assert full.worker_model == "full"
+    one_coin_data, p1, _, _, _ = simulate(0.7, n=300, m=12, seed=8)
+    assert model_consensus(one_coin_data, p1, n_folds=3).worker_model == "one_coin"
+    # with the structure learned, the consensus beats the majority vote
+    mv = data.classes.get_indexer(MajorityVote().fit(data).labels_)
+    assert np.mean(codes(data, full) == y) > np.mean(mv == y) + 0.05
