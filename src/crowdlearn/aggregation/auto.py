@@ -290,6 +290,9 @@ class AutoAggregator(BaseAggregator):
         ``skills_``, ...) is also reachable through this estimator's attributes.
     weights_ : Series
         Candidate -> weight in the output (one 1.0 with ``combine="select"``).
+    members_ : list of (float, estimator)
+        The candidates with a positive weight, fitted on all answers; ``predict_proba`` on
+        new answers is their weighted mixture, like ``probas_``.
     scores_ : DataFrame
         Held-out score per candidate (see :func:`heldout_scores`), with the stacking weight.
     reason_ : str
@@ -317,8 +320,8 @@ class AutoAggregator(BaseAggregator):
     def __crowd_tags__(self) -> Tags:
         # a fitted selector is its chosen estimator; before the fit it promises what every
         # candidate it may choose promises
-        if "best_" in self.__dict__:
-            chosen = [get_tags(self.best_)]
+        if "members_" in self.__dict__:
+            chosen = [get_tags(est) for _, est in self.members_]
         elif self.candidates is not None:
             chosen = [get_tags(get_method(c) if isinstance(c, str) else c) for c in self.candidates]
         else:
@@ -332,8 +335,10 @@ class AutoAggregator(BaseAggregator):
         )
 
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        # ``data`` is coded on the fitted workers and classes, which are the chosen one's
-        return self.best_.predict_proba(data).to_numpy()
+        # ``data`` is coded on the fitted workers and classes, which are every member's; the
+        # stacked prediction is the same mixture as the fitted posteriors
+        out = sum(w * est.predict_proba(data).to_numpy() for w, est in self.members_)
+        return out / out.sum(axis=1, keepdims=True)
 
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         if self.combine not in ("select", "stack"):
@@ -384,7 +389,7 @@ class AutoAggregator(BaseAggregator):
             g = gold >= 0
             kwargs["gold"] = pd.Series(data.classes.take(gold[g]), index=data.tasks[g])
         post = np.zeros((data.n_tasks, data.n_classes))
-        best = None
+        best, members = None, []
         for i in np.argsort(-weights, kind="stable"):
             if weights[i] <= 0:
                 break
@@ -394,9 +399,11 @@ class AutoAggregator(BaseAggregator):
                 extra["init"] = init
             est.fit(data, **extra)
             post += weights[i] * est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
+            members.append((float(weights[i]), est))
             if best is None:
                 best = (name, est)
         self.chosen_, self.best_ = best
+        self.members_ = members
         self.history_ = list(getattr(self.best_, "history_", []))
         self.n_iter_ = int(getattr(self.best_, "n_iter_", 0))
         self.converged_ = bool(getattr(self.best_, "converged_", True))
