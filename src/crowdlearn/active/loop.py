@@ -1,0 +1,193 @@
+"""The labelling loop: which task to send next, and to whom.
+
+>>> loop = ActiveLoop(method="ds", strategy="eig").observe(answers_so_far)   # doctest: +SKIP
+>>> loop.suggest(20)                      # task, worker, score: ask these next   # doctest: +SKIP
+>>> loop.observe(new_answers).suggest(20)                                        # doctest: +SKIP
+
+After every batch of answers the aggregator is refit on all answers so far (a batch fit, which
+is what the scores need: posteriors and a worker model); a suggestion is ``k`` *distinct*
+tasks, so a batch never asks the same task twice (batch-mode selection without redundant
+picks), and, when workers can be chosen, a worker who has not answered that task yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ..core.base import resolve_generator
+from ..core.data import CrowdLabels, as_crowd_labels
+from .strategies import TASK_STRATEGIES, WORKER_STRATEGIES, task_scores, worker_scores
+
+__all__ = ["ActiveLoop"]
+
+
+class ActiveLoop:
+    """Suggest the next (task, worker) pairs to label from the answers so far.
+
+    Parameters
+    ----------
+    method : str or aggregator, default "ds"
+        Truth-inference method refit after each batch (a registered name or an unfitted
+        aggregator).  ``eig`` and worker choice need its worker model (``confusions_`` or
+        ``skills_``).
+    strategy : {"entropy", "margin", "eig", "random"}
+        Task score (:mod:`crowdlearn.active.strategies`).
+    worker_strategy : {None, "greedy", "ucb", "thompson", "epsilon"}
+        How to pick a worker for each chosen task when ``suggest`` is given workers.
+    random_state : int
+        Seed of the random strategy, of tie-breaking and of Thompson draws.
+
+    Attributes
+    ----------
+    answers_ : CrowdLabels
+        Every answer observed so far.
+    estimator_ : aggregator
+        The method fitted on ``answers_`` (refit lazily when new answers arrive).
+    """
+
+    def __init__(self, method: Any = "ds", strategy: str = "entropy", worker_strategy: str | None = None,
+                 random_state: int | None = 0) -> None:
+        if strategy not in TASK_STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(TASK_STRATEGIES)}")
+        if worker_strategy is not None and worker_strategy not in WORKER_STRATEGIES:
+            raise ValueError(
+                f"unknown worker_strategy {worker_strategy!r}; use one of {', '.join(WORKER_STRATEGIES)}")
+        self.method = method
+        self.strategy = strategy
+        self.worker_strategy = worker_strategy
+        self.random_state = random_state
+        self._rng = resolve_generator(random_state)
+        self._frames: list[pd.DataFrame] = []
+        self._stale = True
+
+    # ----------------------------------------------------------------- answers
+    def observe(self, answers: Any) -> "ActiveLoop":
+        """Add answers (a ``task, worker, label`` frame or CrowdLabels); returns self."""
+        frame = answers.to_frame() if isinstance(answers, CrowdLabels) else pd.DataFrame(answers)
+        missing = [c for c in ("task", "worker", "label") if c not in frame.columns]
+        if missing:
+            raise ValueError(f"answers need the columns task, worker, label; missing {missing}")
+        if len(frame):
+            self._frames.append(frame[["task", "worker", "label"]])
+            self._stale = True
+        return self
+
+    @property
+    def answers_(self) -> CrowdLabels:
+        if not self._frames:
+            raise ValueError("no answers observed yet: call observe(answers) first")
+        if self._stale or "_answers" not in self.__dict__:
+            self._answers = as_crowd_labels(pd.concat(self._frames, ignore_index=True))
+        return self._answers
+
+    @property
+    def estimator_(self):
+        if self._stale or "_estimator" not in self.__dict__:
+            from ..aggregation.base import label_aggregator
+
+            self._estimator = label_aggregator(self.method, random_state=self.random_state).fit(self.answers_)
+            self._stale = False
+        return self._estimator
+
+    # --------------------------------------------------------------- suggestion
+    def suggest(self, k: int, tasks: Iterable | None = None, workers: Iterable | None = None,
+                workers_for: Callable[[Any], Iterable] | None = None) -> pd.DataFrame:
+        """The ``k`` tasks to ask next (distinct), best first, with a worker when workers are given.
+
+        Parameters
+        ----------
+        k : int
+            How many (task, worker) pairs.
+        tasks : iterable, optional
+            The candidate tasks (default: every task observed).  Tasks without answers yet
+            are scored with the class prior.
+        workers : iterable, optional
+            Workers available to ask (any task); a chosen task's worker is the best-scored
+            available worker who has not answered it yet.
+        workers_for : callable, optional
+            ``task -> workers`` who may answer that task (e.g. a replay of recorded data);
+            takes precedence over ``workers``.
+
+        Returns
+        -------
+        DataFrame with columns ``task``, ``worker`` (None when no workers were given) and
+        ``score`` (the task score).  Fewer than ``k`` rows when there are fewer candidates.
+        """
+        if int(k) != k or k < 0:
+            raise ValueError(f"k must be a non-negative integer, got {k!r}")
+        est, data = self.estimator_, self.answers_
+        cand = pd.Index(data.tasks if tasks is None else list(tasks))
+        if cand.has_duplicates:
+            cand = cand.drop_duplicates()
+        post = self._posteriors(est, data, cand)
+        scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng)
+        # ties (e.g. every prior-only task) broken at random, not by input order
+        order = np.lexsort((self._rng.random(len(cand)), -scores))
+        if workers is None and workers_for is None:
+            top = order[: int(k)]
+            return pd.DataFrame({"task": cand[top], "worker": [None] * len(top), "score": scores[top]})
+        rows = []
+        avail = None if workers is None else pd.Index(list(workers))
+        for i in order:
+            if len(rows) >= k:
+                break
+            pool = pd.Index(list(workers_for(cand[i]))) if workers_for is not None else avail
+            pool = pool.difference(self._answered(data, cand[i]), sort=False)
+            if len(pool) == 0:
+                continue
+            w = self._pick_worker(est, data, pool)
+            rows.append((cand[i], w, scores[i]))
+        return pd.DataFrame(rows, columns=["task", "worker", "score"])
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _posteriors(est, data: CrowdLabels, cand: pd.Index) -> np.ndarray:
+        proba = est.probas_.reindex(columns=data.classes)
+        prior = getattr(est, "priors_", None)
+        if prior is None:
+            prior = proba.mean(axis=0)
+        prior = np.asarray(pd.Series(prior).reindex(data.classes).fillna(0.0), float)
+        prior = prior / prior.sum() if prior.sum() > 0 else np.full(data.n_classes, 1.0 / data.n_classes)
+        out = proba.reindex(cand).to_numpy(float, copy=True)
+        unseen = np.isnan(out).any(axis=1)
+        out[unseen] = prior
+        return out
+
+    @staticmethod
+    def _crowd_confusion(est, data: CrowdLabels) -> np.ndarray | None:
+        """Answer-weighted mean confusion of the crowd (the worker an unchosen answer comes from)."""
+        weights = np.bincount(data.worker, minlength=data.n_workers).astype(float)
+        conf = getattr(est, "confusions_", None)
+        if conf is not None:
+            return np.einsum("w,wca->ca", weights / weights.sum(), np.asarray(conf))
+        skills = getattr(est, "skills_", None)
+        if skills is None:
+            return None
+        from ..core.stats import one_coin_confusions
+
+        acc = float(np.average(np.clip(np.asarray(skills, float), 0, 1), weights=weights))
+        return one_coin_confusions(np.array([acc]), data.n_classes)[0]
+
+    @staticmethod
+    def _answered(data: CrowdLabels, task) -> pd.Index:
+        code = data.tasks.get_indexer([task])[0]
+        if code < 0:
+            return pd.Index([])
+        return data.workers[np.unique(data.worker[data.task == code])]
+
+    def _pick_worker(self, est, data: CrowdLabels, pool: pd.Index):
+        skills = getattr(est, "skills_", None)
+        n_all = np.bincount(data.worker, minlength=data.n_workers)
+        if skills is None:  # no worker model: every worker alike, the least-asked first
+            acc = np.full(len(pool), 0.5)
+        else:
+            s = pd.Series(np.asarray(skills, float), index=data.workers)
+            acc = s.reindex(pool).fillna(float(np.average(s, weights=np.maximum(n_all, 1)))).to_numpy()
+        n = pd.Series(n_all, index=data.workers).reindex(pool).fillna(0).to_numpy()
+        if self.worker_strategy is None:  # workers can be given without a strategy: uniform
+            return pool[int(self._rng.integers(len(pool)))]
+        sc = worker_scores(self.worker_strategy, acc, n, self._rng)
+        return pool[int(np.argmax(sc))]

@@ -1,0 +1,92 @@
+"""Scores that say which task to label next, and which worker to ask.
+
+Task scores (higher = ask sooner), from a fitted aggregator's posteriors ``q_j``:
+
+* ``entropy``: ``H(q_j) = -sum_c q_j(c) log q_j(c)`` (uncertainty sampling; Lewis & Gale 1994);
+* ``margin``: ``1 - (q_j(1st) - q_j(2nd))`` (Scheffer et al. 2001);
+* ``eig``: the expected information gain of one more answer about the task's truth,
+  ``I(Y_j; A) = H(sum_c q_j(c) P(.|c)) - sum_c q_j(c) H(P(.|c))`` with ``P(a|c)`` the
+  confusion of the worker who would answer: the answer-weighted mean confusion of the crowd
+  when workers cannot be chosen, a given worker's otherwise (Lindley 1956; for crowds,
+  e.g. Zhao, Sukthankar & Sukthankar 2011).  An uncertain task whose answers carry no
+  information (every worker a spammer on it) scores low, unlike with ``entropy``;
+* ``random``: a seeded uniform draw (the baseline every strategy is compared with).
+
+Worker scores for a chosen task (when the requester can pick who answers):
+
+* ``greedy``: the worker's expected accuracy ``skills_`` (exploitation only);
+* ``ucb``: expected accuracy plus ``c sqrt(log N / n_w)`` for a worker with ``n_w`` answers
+  among ``N`` (upper confidence bound; Auer et al. 2002);
+* ``thompson``: a draw from ``Beta(1 + n_w acc_w, 1 + n_w (1 - acc_w))`` (Thompson 1933);
+* ``epsilon``: greedy, but a uniformly random worker with probability ``epsilon``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["TASK_STRATEGIES", "WORKER_STRATEGIES", "task_scores", "worker_scores", "expected_information_gain"]
+
+TASK_STRATEGIES = ("entropy", "margin", "eig", "random")
+WORKER_STRATEGIES = ("greedy", "ucb", "thompson", "epsilon")
+
+
+def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
+    p = np.clip(p, 1e-300, 1.0)
+    return -(p * np.log(p)).sum(axis=axis)
+
+
+def expected_information_gain(post: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+    """``I(Y; A)`` per task for one answer drawn from ``confusion`` (K x K, ``[true, answered]``).
+
+    ``post`` is (tasks, K); ``confusion`` may also be (tasks, K, K), one per task.
+    """
+    conf = np.asarray(confusion, float)
+    if conf.ndim == 2:
+        answer_dist = post @ conf  # (tasks, K): P(A = a) = sum_c q(c) P(a | c)
+        cond = post @ _entropy(conf, axis=1)  # sum_c q(c) H(P(.|c))
+    else:
+        answer_dist = np.einsum("tc,tca->ta", post, conf)
+        cond = (post * _entropy(conf, axis=2)).sum(axis=1)
+    return np.maximum(_entropy(answer_dist) - cond, 0.0)
+
+
+def task_scores(strategy: str, post: np.ndarray, crowd_confusion: np.ndarray | None,
+                rng: np.random.Generator) -> np.ndarray:
+    """Score of every task (rows of ``post``) under ``strategy``; higher = ask sooner."""
+    if strategy == "entropy":
+        return _entropy(post)
+    if strategy == "margin":
+        top = np.sort(post, axis=1)
+        second = top[:, -2] if post.shape[1] > 1 else np.zeros(len(post))
+        return 1.0 - (top[:, -1] - second)
+    if strategy == "eig":
+        if crowd_confusion is None:
+            raise ValueError("strategy 'eig' needs an aggregator with a worker model (confusions_ or skills_)")
+        return expected_information_gain(post, crowd_confusion)
+    if strategy == "random":
+        return rng.random(len(post))
+    raise ValueError(f"unknown task strategy {strategy!r}; use one of {', '.join(TASK_STRATEGIES)}")
+
+
+def worker_scores(strategy: str, accuracy: np.ndarray, n_answers: np.ndarray, rng: np.random.Generator,
+                  c: float = 1.0, epsilon: float = 0.1) -> np.ndarray:
+    """Score of every candidate worker (higher = ask first).
+
+    ``accuracy``: expected accuracy per worker (a worker never seen: the crowd's mean);
+    ``n_answers``: answers each worker has given so far.
+    """
+    acc = np.clip(np.asarray(accuracy, float), 0.0, 1.0)
+    n = np.asarray(n_answers, float)
+    if strategy == "greedy":
+        return acc
+    if strategy == "ucb":
+        total = max(n.sum(), 2.0)
+        return acc + c * np.sqrt(np.log(total) / np.maximum(n, 1.0))
+    if strategy == "thompson":
+        return rng.beta(1.0 + n * acc, 1.0 + n * (1.0 - acc))
+    if strategy == "epsilon":
+        if rng.random() < epsilon:
+            return rng.random(len(acc))
+        return acc
+    raise ValueError(f"unknown worker strategy {strategy!r}; use one of {', '.join(WORKER_STRATEGIES)}")
