@@ -457,6 +457,34 @@ def _cmd_preferences(args) -> int:
     return 0
 
 
+def _cmd_next(args) -> int:
+    from .active import ActiveLoop
+    from .core.tables import read_table
+
+    if args.budget < 1:
+        raise ValueError(f"--budget must be >= 1, got {args.budget}")
+    cols = [args.task_col, args.worker_col, args.label_col]
+    frame = read_table(args.input, columns=cols).rename(
+        columns={args.task_col: "task", args.worker_col: "worker", args.label_col: "label"})
+    loop = ActiveLoop(method=args.method, strategy=args.strategy,
+                      worker_strategy=args.worker_strategy if args.workers else None,
+                      random_state=args.seed if args.seed is not None else 0)
+    loop.observe(frame[["task", "worker", "label"]])
+    tasks = None
+    if args.tasks:
+        tasks = read_table(args.tasks, columns=["task"])["task"]
+    workers = None
+    if args.workers:
+        workers = read_table(args.workers, columns=["worker"])["worker"]
+        if len(workers) == 0:
+            raise ValueError(f"{args.workers}: no workers listed")
+    pick = loop.suggest(args.budget, tasks=tasks, workers=workers)
+    _write(pick, args.out)
+    print(f"next: {len(pick)} of {args.budget} suggestions ({args.strategy}; {loop.answers_.n_labels} answers "
+          f"so far, method {args.method})", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crowdlearn", description="Learning from crowds.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -544,6 +572,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True)
     s.add_argument("--truth-out", help="also write task,truth here")
     s.set_defaults(func=_cmd_simulate)
+
+    nx = sub.add_parser(
+        "next", help="which tasks (and workers) to ask next, from the answers so far",
+        description="Writes task,worker,score: the --budget tasks to label next, best first (distinct "
+        "tasks; worker empty unless --workers lists who can be asked).")
+    nx.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of the answers so far")
+    nx.add_argument("--budget", type=int, required=True, help="how many (task, worker) pairs")
+    nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig or random")
+    nx.add_argument("--method", default="ds", help="truth-inference method refit on the answers")
+    nx.add_argument("--tasks", help="file with a task column: the pool to choose from "
+                    "(default: the tasks answered so far; new tasks are scored with the class prior)")
+    nx.add_argument("--workers", help="file with a worker column: who can be asked now")
+    nx.add_argument("--worker-strategy", default="ucb", help="greedy, ucb (default), thompson or epsilon")
+    nx.add_argument("--task-col", default="task")
+    nx.add_argument("--worker-col", default="worker")
+    nx.add_argument("--label-col", default="label")
+    nx.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
+    nx.add_argument("--seed", type=int, default=None)
+    nx.set_defaults(func=_cmd_next)
     return p
 
 

@@ -1,0 +1,104 @@
+"""Active labelling: task and worker scores, the suggest/observe loop, replay, and `crowdlearn next`."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn import simulate
+from crowdlearn.active import ActiveLoop, budget_summary, expected_information_gain, replay, task_scores, worker_scores
+from crowdlearn.cli import main
+from conftest import load_shared
+
+
+def test_information_gain_is_zero_for_spammers_and_largest_for_uncertain_tasks():
+    post = np.array([[0.5, 0.5], [0.9, 0.1], [1.0, 0.0]])
+    spammer = np.full((2, 2), 0.5)
+    np.testing.assert_allclose(expected_information_gain(post, spammer), 0.0, atol=1e-12)
+    good = np.array([[0.9, 0.1], [0.1, 0.9]])
+    eig = expected_information_gain(post, good)
+    assert eig[0] > eig[1] > eig[2] >= 0 and eig[2] == pytest.approx(0.0, abs=1e-12)
+    # a perfect worker reveals the whole entropy of the task
+    perfect = np.eye(2)
+    np.testing.assert_allclose(expected_information_gain(post, perfect)[0], np.log(2))
+
+
+def test_task_and_worker_scores():
+    rng = np.random.default_rng(0)
+    post = np.array([[0.34, 0.33, 0.33], [0.8, 0.1, 0.1], [0.5, 0.5, 0.0]])
+    assert np.argmax(task_scores("entropy", post, None, rng)) == 0
+    assert np.argmax(task_scores("margin", post, None, rng)) == 2  # a tie between the top two
+    with pytest.raises(ValueError, match="worker model"):
+        task_scores("eig", post, None, rng)
+    with pytest.raises(ValueError, match="unknown task strategy"):
+        task_scores("loudest", post, None, rng)
+    acc, n = np.array([0.9, 0.7, 0.7]), np.array([100, 100, 1])
+    assert np.argmax(worker_scores("greedy", acc, n, rng)) == 0
+    assert np.argmax(worker_scores("ucb", acc, n, rng)) == 2  # barely explored: optimism wins
+
+
+def test_suggest_gives_distinct_tasks_and_workers_who_have_not_answered_them():
+    data = simulate.dawid_skene(200, 12, 3, labels_per_task=2, seed=1)
+    loop = ActiveLoop(strategy="eig", worker_strategy="ucb").observe(data)
+    pick = loop.suggest(30, workers=data.workers)
+    assert len(pick) == 30 and pick["task"].is_unique
+    frame = data.to_frame()
+    answered = set(zip(frame["task"], frame["worker"]))
+    assert not any((t, w) in answered for t, w in zip(pick["task"], pick["worker"]))
+    assert pick["score"].is_monotonic_decreasing
+    # new tasks are scored with the class prior; never-seen workers with the crowd's mean
+    fresh = loop.suggest(5, tasks=["new-1", "new-2"], workers=["someone-new"])
+    assert set(fresh["task"]) == {"new-1", "new-2"} and set(fresh["worker"]) == {"someone-new"}
+
+
+def test_uncertainty_sampling_asks_about_the_contested_tasks_first():
+    frame = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 4, "worker": list("wxyz") * 2,
+                          "label": [0, 0, 0, 0, 0, 1, 0, 1]})
+    pick = ActiveLoop(method="mv", strategy="entropy").observe(frame).suggest(1)
+    assert pick["task"].tolist() == ["b"]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="unknown strategy"):
+        ActiveLoop(strategy="loudest")
+    with pytest.raises(ValueError, match="no answers observed"):
+        ActiveLoop().suggest(3)
+    with pytest.raises(ValueError, match="missing"):
+        ActiveLoop().observe(pd.DataFrame({"task": [1], "label": [0]}))
+
+
+def test_replay_reveals_only_recorded_answers_and_every_strategy_ends_at_the_full_fit():
+    data = simulate.dawid_skene(120, 10, 3, labels_per_task=4, seed=3)
+    curves = {s: replay(data, s, step=40, random_state=0) for s in ("random", "entropy")}
+    for c in curves.values():
+        assert c["labels"].iloc[0] == data.n_tasks and c["labels"].iloc[-1] == data.n_labels
+        assert c["labels"].is_monotonic_increasing
+    assert curves["random"]["accuracy"].iloc[-1] == curves["entropy"]["accuracy"].iloc[-1]
+    capped = replay(data, "entropy", budget=10**9, step=100)  # a budget above the answers is capped
+    assert capped["labels"].iloc[-1] == data.n_labels
+    s = budget_summary(curves["entropy"], curves["entropy"]["accuracy"].iloc[-1])
+    assert 0 < s["share_of_answers"] <= 1 and 0 < s["auc"] <= 1
+
+
+def test_replay_on_bluebirds_beats_random_selection():
+    data = load_shared("bluebirds")
+    target = replay(data, "random", step=200, random_state=0)["accuracy"].iloc[-1]
+    auc = {s: np.mean([budget_summary(replay(data, s, step=100, random_state=seed), target)["auc"]
+                       for seed in range(2)]) for s in ("random", "eig")}
+    assert auc["eig"] > auc["random"], auc
+
+
+def test_cli_next(tmp_path, capsys):
+    data = simulate.dawid_skene(100, 8, 3, labels_per_task=2, seed=0)
+    src = tmp_path / "answers.csv"
+    data.to_frame().to_csv(src, index=False)
+    avail = tmp_path / "workers.csv"
+    pd.DataFrame({"worker": data.workers[:3]}).to_csv(avail, index=False)
+    out = tmp_path / "next.csv"
+    assert main(["next", str(src), "--budget", "7", "--workers", str(avail), "--out", str(out)]) == 0
+    got = pd.read_csv(out, dtype=str)
+    assert list(got.columns) == ["task", "worker", "score"] and len(got) == 7 and got["task"].is_unique
+    assert set(got["worker"]) <= set(map(str, data.workers[:3]))
+    assert main(["next", str(src), "--budget", "5"]) == 0
+    out_csv = capsys.readouterr().out
+    assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
+    assert main(["next", str(src), "--budget", "0"]) == 2
