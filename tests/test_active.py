@@ -102,3 +102,18 @@ def test_cli_next(tmp_path, capsys):
     out_csv = capsys.readouterr().out
     assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
     assert main(["next", str(src), "--budget", "0"]) == 2
+
+
+def test_activelab_scores_tasks_with_a_classifier_including_unanswered_ones():
+    data = simulate.dawid_skene(300, 10, 3, labels_per_task=2, seed=0)
+    p = np.full((data.n_tasks + 3, 3), 0.1)
+    p[np.arange(data.n_tasks), data.truth] = 0.8  # a good classifier on the answered tasks
+    p[data.n_tasks:] = 1 / 3  # and no idea about three new ones
+    probs = pd.DataFrame(p, index=list(data.tasks) + ["n0", "n1", "n2"], columns=data.classes)
+    loop = ActiveLoop(strategy="activelab", pred_probs=probs).observe(data)
+    pick = loop.suggest(3, tasks=probs.index)
+    assert set(pick["task"]) == {"n0", "n1", "n2"}  # where neither model nor crowd knows
+    with pytest.raises(ValueError, match="needs pred_probs"):
+        ActiveLoop(strategy="activelab")
+    with pytest.raises(ValueError, match="no row for task"):
+        loop.suggest(2, tasks=["elsewhere"])

@@ -33,12 +33,20 @@ class ActiveLoop:
         Truth-inference method refit after each batch (a registered name or an unfitted
         aggregator).  ``eig`` and worker choice need its worker model (``confusions_`` or
         ``skills_``).
-    strategy : {"entropy", "margin", "eig", "random"}
-        Task score (:mod:`crowdlearn.active.strategies`).
+    strategy : {"entropy", "margin", "eig", "random", "activelab"}
+        Task score (:mod:`crowdlearn.active.strategies`; ``activelab`` needs ``pred_probs``).
     worker_strategy : {None, "greedy", "ucb", "thompson", "epsilon"}
         How to pick a worker for each chosen task when ``suggest`` is given workers.
     random_state : int
         Seed of the random strategy, of tie-breaking and of Thompson draws.
+    pred_probs : DataFrame, optional
+        A classifier's out-of-sample class probabilities (index: task ids, one column per
+        class; may cover tasks nobody answered yet).  The posteriors that the task scores read
+        are then those of :func:`crowdlearn.diagnostics.model_consensus` (the classifier as a
+        calibrated prior, the crowd as Dawid-Skene workers), which also scores unanswered
+        tasks.  With ``strategy="activelab"``, the score is ``1 - max_c P(y = c | answers,
+        model)``: the ActiveLab idea (Goh & Mueller, 2023) of relabelling where model and crowd
+        together are least sure, with the model's weight learned rather than set.
 
     Attributes
     ----------
@@ -49,8 +57,10 @@ class ActiveLoop:
     """
 
     def __init__(self, method: Any = "ds", strategy: str = "entropy", worker_strategy: str | None = None,
-                 random_state: int | None = 0) -> None:
-        if strategy not in TASK_STRATEGIES:
+                 random_state: int | None = 0, pred_probs: pd.DataFrame | None = None) -> None:
+        if strategy == "activelab" and pred_probs is None:
+            raise ValueError("strategy 'activelab' needs pred_probs (a classifier's probabilities per task)")
+        if strategy not in TASK_STRATEGIES + ("activelab",):
             raise ValueError(f"unknown strategy {strategy!r}; use one of {', '.join(TASK_STRATEGIES)}")
         if worker_strategy is not None and worker_strategy not in WORKER_STRATEGIES:
             raise ValueError(
@@ -59,9 +69,10 @@ class ActiveLoop:
         self.strategy = strategy
         self.worker_strategy = worker_strategy
         self.random_state = random_state
+        self.pred_probs = pred_probs
         self._rng = resolve_generator(random_state)
         self._frames: list[pd.DataFrame] = []
-        self._stale = True
+        self._stale = self._consensus_stale = True
 
     # ----------------------------------------------------------------- answers
     def observe(self, answers: Any) -> "ActiveLoop":
@@ -72,7 +83,7 @@ class ActiveLoop:
             raise ValueError(f"answers need the columns task, worker, label; missing {missing}")
         if len(frame):
             self._frames.append(frame[["task", "worker", "label"]])
-            self._stale = True
+            self._stale = self._consensus_stale = True
         return self
 
     @property
@@ -122,8 +133,11 @@ class ActiveLoop:
         cand = pd.Index(data.tasks if tasks is None else list(tasks))
         if cand.has_duplicates:
             cand = cand.drop_duplicates()
-        post = self._posteriors(est, data, cand)
-        scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng)
+        post = self._posteriors(est, data, cand) if self.pred_probs is None else self._model_posteriors(data, cand)
+        if self.strategy == "activelab":
+            scores = 1.0 - post.max(axis=1)
+        else:
+            scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng)
         # ties (e.g. every prior-only task) broken at random, not by input order
         order = np.lexsort((self._rng.random(len(cand)), -scores))
         if workers is None and workers_for is None:
@@ -155,6 +169,18 @@ class ActiveLoop:
         unseen = np.isnan(out).any(axis=1)
         out[unseen] = prior
         return out
+
+    def _model_posteriors(self, data: CrowdLabels, cand: pd.Index) -> np.ndarray:
+        from ..diagnostics import model_consensus
+
+        probs = pd.DataFrame(self.pred_probs)
+        missing = cand.difference(probs.index)
+        if len(missing):
+            raise ValueError(f"pred_probs has no row for task {missing[0]!r} (and {len(missing) - 1} more)")
+        if self._consensus_stale:
+            self._consensus = model_consensus(data, probs, random_state=self.random_state)
+            self._consensus_stale = False
+        return self._consensus.probas.reindex(index=cand, columns=data.classes).to_numpy(float)
 
     @staticmethod
     def _crowd_confusion(est, data: CrowdLabels) -> np.ndarray | None:
