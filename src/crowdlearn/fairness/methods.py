@@ -1,0 +1,81 @@
+"""Aggregation that accounts for groups: worker behaviour per group, and fair decision thresholds.
+
+* :func:`split_workers_by_group` — Dawid-Skene with a confusion matrix per worker *and per
+  task group*, the tutorial's ``A_m(z)``: worker ``m`` answering a task of group ``z`` is the
+  pseudo-worker ``(m, z)``.  Any aggregator run on the result learns group-dependent error
+  rates (a worker harsher on one group than another is modelled as such instead of being
+  averaged), at the price of splitting each worker's answers between its groups.
+* :func:`fair_thresholds` — post-processing of binary posteriors with one decision threshold
+  per group (in the spirit of Li, Sun & Wang 2020's Post-TD and of Hardt, Price & Srebro
+  2016's group thresholds): group ``g``'s threshold is set so that its positive rate is
+  ``(1 - strength) r_g + strength r`` where ``r_g`` is its rate at threshold 1/2 and ``r``
+  the rate over all tasks.  ``strength`` trades accuracy for demographic parity: 0 leaves
+  the labels as they are, 1 equalises the positive rates (up to ties).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..core.data import CrowdLabels, as_crowd_labels
+from .metrics import task_groups
+
+__all__ = ["split_workers_by_group", "fair_thresholds"]
+
+
+def split_workers_by_group(labels: Any, groups: Any, sep: str = "|") -> CrowdLabels:
+    """The answers with worker ``w`` on a task of group ``g`` renamed ``f"{w}{sep}{g}"``.
+
+    Tasks, classes and gold are unchanged, so the posteriors of any aggregator fitted on the
+    result line up with a fit on the original answers.
+    """
+    data = as_crowd_labels(labels)
+    g = task_groups(groups, data.tasks)
+    frame = data.to_frame()
+    frame["worker"] = frame["worker"].astype(str) + sep + g.reindex(frame["task"]).astype(str).to_numpy()
+    truth = None
+    if data.truth is not None and np.any(data.truth >= 0):
+        known = data.truth >= 0
+        truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
+    return CrowdLabels.from_frame(frame, truth=truth, classes=list(data.classes))
+
+
+def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, strength: float = 1.0) -> pd.Series:
+    """Binary labels with a per-group threshold on ``P(positive)`` (see the module docstring).
+
+    Parameters
+    ----------
+    probas : DataFrame task x class (two classes), e.g. an aggregator's ``probas_``
+    groups : Series task -> group
+    positive : the positive class
+    strength : float in [0, 1]
+        0: threshold 1/2 for every group; 1: equal positive rates across groups.
+
+    Returns
+    -------
+    Series task -> label.
+    """
+    if not 0.0 <= strength <= 1.0:
+        raise ValueError(f"strength must lie in [0, 1], got {strength!r}")
+    if probas.shape[1] != 2 or positive not in probas.columns:
+        raise ValueError(f"fair_thresholds needs binary posteriors with a column {positive!r}, "
+                         f"got columns {list(probas.columns)}")
+    negative = [c for c in probas.columns if c != positive][0]
+    p = probas[positive].to_numpy(float)
+    g = task_groups(groups, probas.index).to_numpy()
+    overall = float((p > 0.5).mean())
+    out = p > 0.5
+    for name in pd.unique(g):
+        m = g == name
+        own = float((p[m] > 0.5).mean())
+        target = (1.0 - strength) * own + strength * overall
+        n_pos = int(round(target * m.sum()))
+        # the n_pos most probable positives of the group (stable order: ties by task order)
+        order = np.argsort(-p[m], kind="stable")
+        lab = np.zeros(m.sum(), dtype=bool)
+        lab[order[:n_pos]] = True
+        out[m] = lab
+    return pd.Series(np.where(out, positive, negative), index=probas.index, name="label")

@@ -1,0 +1,134 @@
+"""Fairness of aggregated crowd labels across groups of tasks, and of each worker across groups.
+
+For binary labels with a positive class ``+`` and a group attribute ``z`` per task (e.g. a
+defendant's race), per group ``g``::
+
+    accuracy_g = P(yhat = y | z = g)       positive_rate_g = P(yhat = + | z = g)
+    TPR_g = P(yhat = + | y = +, z = g)     FPR_g = P(yhat = + | y = -, z = g)     FNR_g = 1 - TPR_g
+
+and across groups the *demographic parity difference* ``max_g positive_rate_g - min_g
+positive_rate_g`` and the equalised-odds gaps (largest FPR and FNR differences).  Li, Sun &
+Wang (2020, "Towards fair truth discovery from biased crowdsourced answers", KDD) call an
+aggregation *theta-fair* (theta-disparity) when the probabilities that the inferred truth is
+positive differ by at most ``theta`` between the protected and the unprotected group: the
+demographic parity difference, compared with ``theta``.
+
+Rates with no task behind them (e.g. a group without gold negatives) are reported as ``NaN``
+with the counts beside them, never as 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
+
+
+def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series:
+    """``groups`` (Series task -> group, or a mapping) aligned on ``tasks``; every task needs one."""
+    g = pd.Series(groups) if not isinstance(groups, pd.Series) else groups
+    if g.index.has_duplicates:
+        dup = g.index[g.index.duplicated()][0]
+        raise ValueError(f"{what}: task {dup!r} has more than one group")
+    out = g.reindex(tasks)
+    if out.isna().any():
+        missing = tasks[out.isna().to_numpy()]
+        raise ValueError(f"{what}: no group for task {missing[0]!r} ({len(missing)} task(s) without one)")
+    if out.nunique() < 2:
+        raise ValueError(f"{what}: fairness needs at least two groups, got {out.unique().tolist()}")
+    return out
+
+
+def _binary(values: pd.Series, positive) -> np.ndarray:
+    return (values.to_numpy() == positive).astype(float)
+
+
+def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, positive: Any = 1) -> pd.DataFrame:
+    """One row per group: counts, accuracy, positive rate, TPR, FPR and FNR of ``predicted``.
+
+    Parameters
+    ----------
+    predicted : Series task -> label (e.g. an aggregator's ``labels_``)
+    truth : Series task -> true label, optional (without it only counts and positive rates)
+    groups : Series task -> group (every predicted task needs one)
+    positive : the positive class (default 1)
+    """
+    predicted = pd.Series(predicted)
+    g = task_groups(groups, predicted.index)
+    pos = _binary(predicted, positive)
+    y = None
+    if truth is not None:
+        t = pd.Series(truth).reindex(predicted.index)
+        y = np.where(t.isna(), np.nan, (t.to_numpy() == positive).astype(float))
+    rows = {}
+    for name in sorted(g.unique(), key=str):
+        m = (g == name).to_numpy()
+        row = {"tasks": int(m.sum()), "positive_rate": float(pos[m].mean())}
+        if y is not None:
+            known = m & ~np.isnan(y)
+            p, yy = pos[known], y[known]
+            n_pos, n_neg = int((yy == 1).sum()), int((yy == 0).sum())
+            row.update({
+                "gold": int(known.sum()), "gold_positive": n_pos, "gold_negative": n_neg,
+                "accuracy": float((p == yy).mean()) if known.any() else np.nan,
+                "tpr": float(p[yy == 1].mean()) if n_pos else np.nan,
+                "fpr": float(p[yy == 0].mean()) if n_neg else np.nan,
+            })
+            row["fnr"] = 1.0 - row["tpr"] if n_pos else np.nan
+        rows[name] = row
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.index.name = "group"
+    return out
+
+
+def disparities(report: pd.DataFrame, theta: float | None = None) -> dict:
+    """Gaps across the groups of :func:`group_report`: demographic parity difference (max -
+    min positive rate), FPR and FNR gaps, accuracy gap; ``theta_fair`` when ``theta`` is given."""
+    def gap(col):
+        if col not in report:
+            return np.nan
+        v = report[col].dropna()
+        return float(v.max() - v.min()) if len(v) >= 2 else np.nan
+
+    out = {"demographic_parity_difference": gap("positive_rate"), "fpr_gap": gap("fpr"),
+           "fnr_gap": gap("fnr"), "accuracy_gap": gap("accuracy")}
+    if theta is not None:
+        out["theta_fair"] = bool(out["demographic_parity_difference"] <= theta)
+    return out
+
+
+def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: Any = 1) -> pd.DataFrame:
+    """How each worker's error rates differ between task groups.
+
+    ``reference`` is what the worker is compared with: gold where known, or the aggregated
+    labels.  One row per (worker, group) with the answers behind each figure: ``answers``,
+    ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error``; plus per worker the
+    largest FPR and FNR difference between its groups (``fpr_gap``, ``fnr_gap``), NaN when
+    the worker has no answer in some group.
+    """
+    from ..core.data import as_crowd_labels
+
+    data = as_crowd_labels(labels)
+    g = task_groups(groups, data.tasks)
+    ref = pd.Series(reference).reindex(data.tasks)
+    frame = pd.DataFrame({
+        "worker": data.workers.take(data.worker),
+        "group": g.to_numpy()[data.task],
+        "said_positive": data.classes.take(data.label) == positive,
+        "ref": ref.to_numpy()[data.task],
+    }).dropna(subset=["ref"])
+    frame["ref_positive"] = frame["ref"].to_numpy() == positive
+    frame["fp"] = frame["said_positive"] & ~frame["ref_positive"]
+    frame["fn"] = ~frame["said_positive"] & frame["ref_positive"]
+    agg = frame.groupby(["worker", "group"], sort=True).agg(
+        answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"))
+    agg["negatives"] = agg["answers"] - agg["positives"]
+    agg["fpr"] = np.where(agg["negatives"] > 0, agg["fp"] / agg["negatives"].where(agg["negatives"] > 0, 1), np.nan)
+    agg["fnr"] = np.where(agg["positives"] > 0, agg["fn"] / agg["positives"].where(agg["positives"] > 0, 1), np.nan)
+    agg["error"] = (agg["fp"] + agg["fn"]) / agg["answers"]
+    spread = agg.groupby(level="worker")[["fpr", "fnr"]].agg(lambda v: v.max() - v.min() if v.notna().sum() >= 2 else np.nan)
+    agg = agg.join(spread.rename(columns={"fpr": "fpr_gap", "fnr": "fnr_gap"}), on="worker")
+    return agg[["answers", "negatives", "positives", "fpr", "fnr", "error", "fpr_gap", "fnr_gap"]]

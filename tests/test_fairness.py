@@ -1,0 +1,114 @@
+"""Fairness: per-group rates, disparities, worker bias per group, group-conditional workers, thresholds."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn import CrowdLabels
+from crowdlearn.fairness import (
+    disparities,
+    fair_thresholds,
+    group_report,
+    split_workers_by_group,
+    worker_bias_table,
+)
+from crowdlearn.registry import get_method
+from conftest import SHARED_DATA, load_shared, skip_missing
+
+
+def _biased_crowd(seed=0, n=2000, workers=20, per_task=5):
+    """Binary truth, two task groups; every worker's false-positive rate is 0.1 on group a
+    and 0.4 on group b (false negatives 0.2 on both)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n)
+    group = np.where(rng.random(n) < 0.5, "a", "b")
+    rows = []
+    for t in range(n):
+        fp = 0.1 if group[t] == "a" else 0.4
+        for w in rng.choice(workers, per_task, replace=False):
+            flip = rng.random() < (fp if truth[t] == 0 else 0.2)
+            rows.append((t, w, int(truth[t] ^ flip)))
+    df = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    return df, pd.Series(truth), pd.Series(group)
+
+
+def test_group_report_counts_and_rates():
+    pred = pd.Series([1, 1, 0, 0, 1, 0], index=list("uvwxyz"))
+    truth = pd.Series([1, 0, 0, 1, 1, 0], index=list("uvwxyz"))
+    groups = pd.Series(["a", "a", "a", "b", "b", "b"], index=list("uvwxyz"))
+    rep = group_report(pred, truth, groups)
+    assert rep.loc["a", "fpr"] == pytest.approx(0.5) and rep.loc["a", "tpr"] == 1.0
+    assert rep.loc["b", "fnr"] == pytest.approx(0.5) and rep.loc["b", "fpr"] == 0.0
+    assert rep.loc["a", "positive_rate"] == pytest.approx(2 / 3)
+    d = disparities(rep, theta=0.5)
+    assert d["demographic_parity_difference"] == pytest.approx(1 / 3) and d["theta_fair"]
+    # a group without gold negatives reports NaN, not 0
+    rep2 = group_report(pred, truth.where(truth == 1), groups)
+    assert np.isnan(rep2.loc["a", "fpr"]) and rep2.loc["a", "gold_negative"] == 0
+
+
+def test_bad_groups_get_one_clear_error():
+    pred = pd.Series([1, 0], index=["u", "v"])
+    with pytest.raises(ValueError, match="at least two groups"):
+        group_report(pred, None, pd.Series(["a", "a"], index=["u", "v"]))
+    with pytest.raises(ValueError, match="no group for task 'v'"):
+        group_report(pred, None, pd.Series(["a"], index=["u"]))
+    # groups of size one are a documented result: their rates stand on one task
+    rep = group_report(pred, pred, pd.Series(["a", "b"], index=["u", "v"]))
+    assert rep["tasks"].tolist() == [1, 1]
+
+
+def test_worker_bias_table_recovers_planted_group_error_rates():
+    df, truth, group = _biased_crowd()
+    table = worker_bias_table(df, truth, group)
+    fpr = table["fpr"].unstack("group")
+    assert abs(fpr["a"].mean() - 0.1) < 0.03 and abs(fpr["b"].mean() - 0.4) < 0.04
+    assert (table["fpr_gap"].groupby(level="worker").first() > 0.15).all()
+    assert (table["answers"] > 0).all()
+
+
+def test_group_conditional_workers_learn_the_planted_bias():
+    df, truth, group = _biased_crowd(seed=1)
+    split = split_workers_by_group(df, group)
+    assert split.n_workers == 40 and split.n_tasks == 2000
+    ds = get_method("ds")().fit(split)
+    workers = ds.skills_.index
+    conf = ds.confusions_
+    a = [i for i, w in enumerate(workers) if w.endswith("|a")]
+    b = [i for i, w in enumerate(workers) if w.endswith("|b")]
+    assert abs(conf[a, 0, 1].mean() - 0.1) < 0.04 and abs(conf[b, 0, 1].mean() - 0.4) < 0.05
+
+
+def test_fair_thresholds_trade_accuracy_for_parity():
+    df, truth, group = _biased_crowd(seed=2)
+    proba = get_method("ds")().fit(df).probas_
+    gaps = []
+    for s in (0.0, 0.5, 1.0):
+        lab = fair_thresholds(proba, group, strength=s)
+        gaps.append(disparities(group_report(lab, truth, group))["demographic_parity_difference"])
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 0.01
+    with pytest.raises(ValueError, match="strength"):
+        fair_thresholds(proba, group, strength=2)
+
+
+def test_recidivism_race_reproduces_the_paper():
+    skip_missing(SHARED_DATA / "recidivism_race")
+    data = load_shared("recidivism_race")
+    race = pd.read_csv(SHARED_DATA / "recidivism_race" / "tasks.csv", dtype=str).set_index("task")["race"]
+    race.index = race.index.astype(data.tasks.dtype)
+    race = race.reindex(data.tasks)
+    groups = race.where(race.isin(["African-American", "Caucasian"]), "other")
+    pos, neg = data.classes[1], data.classes[0]
+    mv = get_method("mv")().fit(data)
+    labels = pd.Series(np.where(mv.probas_[pos] > 0.5, pos, neg), index=data.tasks)  # ties to 0, as the paper
+    truth = pd.Series(data.classes.take(data.truth), index=data.tasks)
+    assert (labels == truth).mean() == pytest.approx(0.665, abs=0.002)
+    rep = group_report(labels, truth, groups, positive=pos)
+    paper = {"African-American": (0.400, 0.301), "Caucasian": (0.262, 0.421)}
+    for g, (fpr, fnr) in paper.items():
+        assert abs(rep.loc[g, "fpr"] - fpr) <= 0.02 and abs(rep.loc[g, "fnr"] - fnr) <= 0.02
+    # per-race thresholds halve majority vote's disparity at a small accuracy cost
+    d0 = disparities(rep)["demographic_parity_difference"]
+    fair = fair_thresholds(mv.probas_, groups, positive=pos, strength=0.75)
+    d1 = disparities(group_report(fair, truth, groups, positive=pos))["demographic_parity_difference"]
+    assert d1 <= d0 / 2 + 1e-9 and (fair == truth).mean() >= 0.65
