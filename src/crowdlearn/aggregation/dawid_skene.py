@@ -31,6 +31,7 @@ from ..core import kernels
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, confusions_from_log_table, expected_skills, vote_fractions
 from .base import ConfusionAggregator
+from .online import StepwiseEM
 
 __all__ = ["DawidSkene", "OneCoinDawidSkene", "ClassConditionalDawidSkene", "check_table_size", "MAX_TABLE_CELLS"]
 
@@ -52,7 +53,7 @@ def check_table_size(who: str, n_workers: int, n_classes: int) -> None:
         )
 
 
-class DawidSkene(ConfusionAggregator):
+class DawidSkene(StepwiseEM, ConfusionAggregator):
     """Dawid-Skene: a full K x K confusion matrix per worker, fitted by MAP-EM.
 
     Parameters
@@ -105,7 +106,9 @@ class DawidSkene(ConfusionAggregator):
 
     Notes
     -----
-    ``fit(labels, init=...)`` accepts initial posteriors (n_tasks x n_classes); the default
+    ``partial_fit(batch)`` updates the model online by stepwise EM
+    (:mod:`crowdlearn.aggregation.online`); the one-coin and class-conditional variants
+    inherit it.  ``fit(labels, init=...)`` accepts initial posteriors (n_tasks x n_classes); the default
     initialisation is the soft majority vote.  ``fit(labels, confusion_prior=A)`` adds the
     pseudo-counts ``A`` (K x K or W x K x K, same orientation) to the M-step, which is how
     known worker confusions are used as priors.
@@ -137,6 +140,7 @@ class DawidSkene(ConfusionAggregator):
     # ------------------------------------------------------------------ fit
     def fit(self, labels: Any, *, gold: Any = None, init: Any = None, confusion_prior: Any = None):
         self._confusion_prior = None if confusion_prior is None else np.asarray(confusion_prior, float)
+        self.__dict__.pop("_online", None)  # a batch fit starts afresh after any partial_fit
         try:
             return super().fit(labels, gold=gold, init=init)
         finally:

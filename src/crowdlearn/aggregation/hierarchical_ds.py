@@ -179,6 +179,12 @@ class HierarchicalDawidSkene(DawidSkene):
     alpha = 0.0
     diag_alpha = 0.0
 
+    def partial_fit(self, labels: Any, **kwargs: Any):
+        raise NotImplementedError(
+            "hds learns its population prior from all answers at once; for online updates use "
+            "'ds' (DawidSkene.partial_fit)"
+        )
+
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
         starts = [("init", init)] if init is not None else self._starts(data)
         rows, best = {}, None

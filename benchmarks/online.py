@@ -1,0 +1,122 @@
+"""Online EM (``DawidSkene.partial_fit``) against the batch fit (issue 17, item 1).
+
+``--real``: every categorical set of ../shared/data, answers shuffled and fed in 10 batches
+(one pass): accuracy of the streamed posteriors (each task's evidence scored with the
+parameters of its time) and of the final parameters re-scoring all answers
+(``predict``), against batch ``ds``.  ``--speed``: a 10^6-answer stream in batches of 10^5
+against one batch fit (time per answer).  ``--tune``: the grid on simulated crowds that chose
+the defaults of ``partial_fit``.
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/online.py --tune --real --speed [--write-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results_md import markdown_table, write_section  # noqa: E402
+from tune_defaults import crowds  # noqa: E402
+
+from crowdlearn import DawidSkene, simulate  # noqa: E402
+from crowdlearn.benchmarking import categorical_datasets, gold_accuracy  # noqa: E402
+from crowdlearn.core.io import load_folder  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
+
+
+def stream(data, n_batches=10, seed=0, **kw):
+    frame = data.to_frame().sample(frac=1.0, random_state=seed)
+    est = DawidSkene()
+    for part in np.array_split(np.arange(len(frame)), n_batches):
+        est.partial_fit(frame.iloc[part], classes=list(data.classes), **kw)
+    return est
+
+
+def tune() -> str:
+    rows = []
+    for (scen, seed), d in crowds(seeds=(0,)).items():
+        truth = d.classes.take(d.truth)
+        batch = np.mean(DawidSkene().fit(d).labels_.to_numpy() == truth)
+        for power, offset, inner in itertools.product([0.6, 0.8, 1.0], [1.0, 4.0], [2, 5]):
+            est = stream(d, step_power=power, step_offset=offset, inner_iter=inner)
+            acc = np.mean(est.labels_.reindex(d.tasks).to_numpy() == truth)
+            rows.append({"alpha": power, "t0": offset, "inner_iter": inner, "scenario": scen, "gap": 100 * (acc - batch)})
+    df = pd.DataFrame(rows)
+    table = df.pivot_table(index=["alpha", "t0", "inner_iter"], columns="scenario", values="gap")
+    table["mean"] = table.mean(axis=1)
+    table = table.sort_values("mean", ascending=False)
+    return ("#### Streamed accuracy minus batch `ds` (points) on simulated crowds, one pass in 10 batches\n\n"
+            + markdown_table(table.reset_index(), floatfmt=".2f", index=False))
+
+
+def real(root: Path) -> str:
+    rows = []
+    for name in categorical_datasets(root):
+        d = load_folder(root / name)
+        batch = gold_accuracy(DawidSkene().fit(d).labels_, d)
+        est = stream(d)
+        rows.append({"dataset": name, "batch ds": batch,
+                     "streamed": gold_accuracy(est.labels_.reindex(d.tasks), d),
+                     "final parameters": gold_accuracy(est.predict(d), d)})
+    df = pd.DataFrame(rows)
+    df["streamed - batch (points)"] = 100 * (df["streamed"] - df["batch ds"])
+    df["final - batch (points)"] = 100 * (df["final parameters"] - df["batch ds"])
+    ok = int((df["streamed - batch (points)"] >= -0.5).sum())
+    return ("#### One pass in 10 shuffled batches vs batch `ds` (gold accuracy)\n\n"
+            + markdown_table(df, floatfmt=".4f", index=False)
+            + f"\n\nStreamed within 0.5 points of batch on {ok} of {len(df)} sets.")
+
+
+def speed() -> str:
+    data = simulate.dawid_skene(200_000, 1000, 4, labels_per_task=5, seed=0)
+    t0 = time.process_time()
+    DawidSkene().fit(data)
+    t_batch = time.process_time() - t0
+    frame = data.to_frame()
+    t0 = time.process_time()
+    est = DawidSkene()
+    for part in np.array_split(np.arange(len(frame)), 10):
+        est.partial_fit(frame.iloc[part], classes=list(data.classes))
+    t_stream = time.process_time() - t0
+    df = pd.DataFrame([{"answers": data.n_labels, "batch fit s": t_batch, "stream (10 batches) s": t_stream,
+                        "ratio": t_stream / t_batch}])
+    return "#### 10^6 answers: one pass in batches of 10^5 against one batch fit (CPU seconds, one core)\n\n" + markdown_table(df, floatfmt=".2f", index=False)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--real", action="store_true")
+    ap.add_argument("--speed", action="store_true")
+    ap.add_argument("--write-results", action="store_true")
+    args = ap.parse_args(argv)
+    parts = []
+    if args.tune:
+        parts.append(tune())
+    if args.real:
+        parts.append(real(args.data_root))
+    if args.speed:
+        parts.append(speed())
+    md = "\n\n".join(parts)
+    print(md)
+    if args.write_results and parts:
+        flags = " ".join(f"--{k}" for k in ("tune", "real", "speed") if getattr(args, k))
+        write_section("online-em", md, f"OMP_NUM_THREADS=1 python benchmarks/online.py {flags} --write-results")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""Online (stepwise) EM: DawidSkene.partial_fit."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crowdlearn import DawidSkene, OneCoinDawidSkene, simulate
+from crowdlearn.registry import get_method
+
+
+def _batches(data, n, seed=0):
+    frame = data.to_frame().sample(frac=1.0, random_state=seed)
+    return [frame.iloc[p] for p in np.array_split(np.arange(len(frame)), n)]
+
+
+def test_state_does_not_grow_with_the_answers_seen():
+    data = simulate.dawid_skene(300, 10, 3, labels_per_task=4, seed=0)
+    est = DawidSkene()
+    sizes = []
+    for rep in range(3):  # the same tasks and workers again and again
+        for b in _batches(data, 5, seed=rep):
+            est.partial_fit(b, classes=list(data.classes))
+        st = est._online
+        sizes.append((st["stat"].shape, st["evidence"].shape, st["prior_stat"].shape))
+    assert sizes[0] == sizes[1] == sizes[2] == ((10, 3, 3), (300, 3), (3,))
+
+
+def test_new_tasks_and_workers_in_later_batches_and_every_task_out():
+    data = simulate.dawid_skene(400, 20, 3, labels_per_task=4, seed=1)
+    frame = data.to_frame()
+    first = frame[frame["worker"].isin(data.workers[:10])]
+    rest = frame[~frame["worker"].isin(data.workers[:10])]
+    est = DawidSkene().partial_fit(first, classes=list(data.classes)).partial_fit(rest)
+    assert set(est.workers_) == set(data.workers) and set(est.tasks_) == set(data.tasks)
+    assert est.confusions_.shape == (20, 3, 3) and np.allclose(est.confusions_.sum(axis=2), 1)
+    assert np.isfinite(est.probas_.to_numpy()).all() and len(est.labels_) == data.n_tasks
+    assert est.predict_proba(data).shape == (data.n_tasks, 3)
+
+
+def test_one_pass_then_more_passes_approach_the_batch_fit():
+    data = simulate.dawid_skene(1500, 30, 3, labels_per_task=5, accuracy=(0.55, 0.9), seed=2)
+    truth = data.classes.take(data.truth)
+    batch_est = DawidSkene().fit(data)
+    batch = np.mean(batch_est.labels_.to_numpy() == truth)
+    est = DawidSkene()
+    for b in _batches(data, 10):
+        est.partial_fit(b, classes=list(data.classes))
+    streamed = np.mean(est.labels_.reindex(data.tasks).to_numpy() == truth)
+    assert streamed >= batch - 0.05  # one pass, evidence scored with the parameters of its time
+    err1 = np.abs(est.confusions_ - batch_est.confusions_).mean()
+    for rep in range(1, 4):
+        for b in _batches(data, 10, seed=rep):
+            est.partial_fit(b)
+    err4 = np.abs(est.confusions_ - batch_est.confusions_).mean()
+    assert err4 < 0.7 * err1  # more passes move the worker model toward batch EM's
+
+
+def test_variants_inherit_it_and_bad_input_is_refused():
+    data = simulate.dawid_skene(200, 8, 2, labels_per_task=3, seed=3)
+    est = OneCoinDawidSkene()
+    for b in _batches(data, 4):
+        est.partial_fit(b, classes=list(data.classes))
+    p = est.confusions_
+    assert np.allclose(p[:, 0, 0], p[:, 1, 1])  # one coin: one accuracy per worker
+    with pytest.raises(ValueError, match="not among the classes"):
+        est.partial_fit(pd.DataFrame({"task": [1], "worker": [1], "label": ["new"]}))
+    with pytest.raises(ValueError, match="step_power"):
+        DawidSkene().partial_fit(data, step_power=0.4)
+    with pytest.raises(NotImplementedError, match="hds"):
+        get_method("hds")().partial_fit(data)
+    # a batch fit afterwards starts afresh
+    ds = DawidSkene().partial_fit(data).fit(data)
+    assert "_online" not in ds.__dict__
