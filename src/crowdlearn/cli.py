@@ -154,7 +154,10 @@ def _write(table, out) -> None:
 
 def _cmd_aggregate(args) -> int:
     from .core.io import detect_format, read_table
+    from .core.tables import check_writable
 
+    if args.out:  # a bad --out fails now, not after reading and fitting
+        check_writable(args.out)
     colmap = _column_map(args)
     if args.format:
         kind = _resolve_kind(args, set())
@@ -441,8 +444,11 @@ def _unit_id(index_value):
 
 def _cmd_preferences(args) -> int:
     """Preference annotations -> a preference per (prompt, pair), and DPO-ready JSON Lines."""
+    from .core.tables import check_writable
     from .pairwise.preferences import PreferenceAggregator, Preferences
 
+    if args.out:
+        check_writable(args.out)
     prefs = Preferences.from_csv(args.input)
     params = _parse_params(args.param)
     agg = PreferenceAggregator(method=args.method, params=params or None,
