@@ -88,3 +88,35 @@ def test_missing_numba_is_said_once():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert out.split() == ["numpy", "numpy", "1"]
+
+
+def test_thread_choice_follows_model_size_and_free_cores(monkeypatch):
+    pytest.importorskip("torch")
+    from crowdlearn.learning import torch_utils as tu
+
+    assert tu.choose_threads(20_000, 64, cores=2) == 1            # a crowd-data MLP: one thread
+    assert tu.choose_threads(10**7, 256, cores=2) == 2            # a large network: the free cores
+    assert tu.choose_threads(10**7, 256, cores=1) == 1            # ... but never more than free
+    assert 1 <= tu.free_cores() <= (len(tu.os.sched_getaffinity(0)) if hasattr(tu.os, "sched_getaffinity") else 64)
+    before = tu.torch.get_num_threads()
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CROWDLEARN_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(tu, "_IMPORT_THREADS", before)
+    monkeypatch.setattr(tu, "free_cores", lambda: 2)
+    with tu.fit_threads(10**7, 256) as n:                          # nobody chose: ours
+        assert n == 2 and tu.torch.get_num_threads() == 2
+    assert tu.torch.get_num_threads() == before                   # and given back
+    monkeypatch.setenv("CROWDLEARN_NUM_THREADS", "3")
+    with tu.fit_threads(100, 1) as n:                              # the user's choice stands
+        assert n == 3 and tu.torch.get_num_threads() == 3
+    assert tu.torch.get_num_threads() == before
+
+
+def test_learner_records_its_thread_count():
+    pytest.importorskip("torch")
+    from crowdlearn.learning import make_classifier
+
+    data = cl.simulate.dawid_skene(n_tasks=60, n_workers=5, n_classes=2, labels_per_task=3, seed=0)
+    X = np.random.default_rng(0).normal(size=(60, 4))
+    clf = make_classifier("two-stage", epochs=2).fit(X, data)
+    assert clf.n_threads_ >= 1

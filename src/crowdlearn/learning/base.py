@@ -55,7 +55,7 @@ Determinism: ``fit`` runs with torch's, numpy's and Python's global generators s
 ``random_state`` (:func:`~crowdlearn.learning.torch_utils.seeded`, which gives the caller's
 generator states back afterwards) and shuffles with a ``numpy.random.Generator`` of the same
 seed, so the same data, parameters and seed give the same model (on CPU, for a fixed
-``torch.get_num_threads()``), and a fit leaves the caller's random streams untouched.
+thread count: ``n_threads_``, which is 1 for small networks whatever the load), and a fit leaves the caller's random streams untouched.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ from ..core.stats import argmax_random_ties
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
 from .early_stopping import EarlyStopping
-from .torch_utils import resolve_device, seed_everything, seeded, torch
+from .torch_utils import fit_threads, resolve_device, seed_everything, seeded, torch
 
 nn = torch.nn
 
@@ -190,6 +190,11 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         their own unit, e.g. one EM round, with ``val_loss`` nan).
     n_epochs_, best_epoch_ : int
         Mini-batch trainer only: epochs run and the epoch picked on the held-out tasks.
+    n_threads_ : int
+        torch threads the fit ran with: the user's choice (``torch.set_num_threads``,
+        ``OMP_NUM_THREADS`` or ``CROWDLEARN_NUM_THREADS``) or, without one,
+        :func:`~crowdlearn.learning.torch_utils.choose_threads` for the network's size and the
+        free cores (1 for the default networks on the crowd datasets).
     refit_epochs_ : int
         Mini-batch trainer only: epochs of the refit on all labelled tasks (0 without refit);
         those epochs follow the others in ``history_``, marked ``"refit": True``.
@@ -380,7 +385,9 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             self._rng = np.random.default_rng(seed)
             Xt = self._to_tensor(X)
             self.net_ = self._build_net(X.shape[1], data.n_classes, data)
-            post = self._fit_model(Xt, data)
+            # torch's default (one thread per core) stalls small networks on a shared machine
+            with fit_threads(self.net_, getattr(self, "batch_size", None) or 256) as self.n_threads_:
+                post = self._fit_model(Xt, data)
         del self._rng, self._t0, self._fit_seed
         if post is None:  # a model of the answers, not of the truth (MMLC): no task posteriors
             return self
