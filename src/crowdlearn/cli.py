@@ -1,6 +1,6 @@
 """The ``crowdlearn`` command.
 
-Sub-commands: ``aggregate``, ``methods``, ``simulate``, ``benchmark``, ``demo``.  Bad input
+Sub-commands: ``aggregate``, ``methods``, ``simulate``, ``benchmark``, ``demo``, ``datasets``.  Bad input
 ends with exit status 2 and one line ``crowdlearn: error: ...`` on stderr; nothing below this
 module prints.
 """
@@ -439,6 +439,31 @@ def _cmd_demo(args) -> int:
     return 0
 
 
+def _cmd_datasets(args) -> int:
+    """The bundled datasets and the folders of the shared root, one line each."""
+    from .datasets import list_datasets
+
+    table = list_datasets(args.root)
+    if args.kind:
+        table = table[table["kind"] == args.kind]
+    shown = table.drop(columns=[] if args.sources else ["source"]).astype(object).reset_index()
+    shown = shown.where(shown.notna(), "-")
+    shown["features"] = shown["features"].map(lambda f: f if f else "-")
+    shown["description"] = shown["description"].map(lambda d: d if len(d) <= 70 else d[:67] + "...")
+    text = shown.astype(str)
+    widths = {c: max(len(c), *text[c].str.len()) if len(text) else len(c) for c in text.columns}
+    numeric = ("answers", "tasks", "workers", "classes", "gold", "features")
+
+    def line(cells: dict) -> str:  # numbers right-aligned, words left-aligned
+        return "  ".join(f"{v:>{widths[c]}}" if c in numeric else f"{v:<{widths[c]}}"
+                         for c, v in cells.items()).rstrip()
+
+    print(line({c: c for c in text.columns}))
+    for row in text.to_dict("records"):
+        print(line(row))
+    return 0
+
+
 def _simulated(args):
     """The answer table ``crowdlearn simulate`` draws for ``--kind``, and its gold as a Series
     (unit -> truth); the common flags mean the same for every kind (``--classes``: classes,
@@ -585,6 +610,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--methods", help="comma-separated method names (default: all)")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_cmd_demo)
+
+    ds = sub.add_parser("datasets", help="list the bundled datasets and those of a shared folder",
+                        description="Name, kind, counts and a one-line description of every "
+                        "dataset 'crowdlearn.datasets.load(name)' opens: the bundled ones and the "
+                        "folders under --root (default $CROWDLEARN_SHARED_DATA or ../shared/data).")
+    ds.add_argument("--root", help="folder of dataset folders in the shared format")
+    ds.add_argument("--kind", help="only datasets of this answer kind")
+    ds.add_argument("--sources", action="store_true", help="also print where each dataset is")
+    ds.set_defaults(func=_cmd_datasets)
 
     s = sub.add_parser("simulate", help="write a synthetic crowd with planted truth (any kind)")
     s.add_argument("--kind", default=None, help="classification (Dawid-Skene workers, the default), "
