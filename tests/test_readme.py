@@ -75,3 +75,42 @@ def test_snippet_runs(lang, code, checkout):
     argv = [sys.executable, "-c", code] if lang == "python" else ["bash", "-e", "-o", "pipefail", "-c", code]
     res = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, f"{lang} snippet failed:\n{code}\n--- stderr:\n{res.stderr[-3000:]}"
+
+
+def test_main_install_declares_the_fast_paths():
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[<>=!~ \[]", d)[0].lower() for d in meta["dependencies"]}
+    assert {"numba", "pyarrow", "numpy", "scipy", "pandas", "scikit-learn"} <= names
+    extras = meta["optional-dependencies"]
+    assert "fast" in extras and "parquet" in extras  # old install commands still work
+
+
+@pytest.mark.slow
+def test_first_command_installs_a_working_package(tmp_path):
+    """The README's first command in a new virtual environment, then ``crowdlearn demo``.
+
+    The build tools come from the package index; the dependencies from this environment's
+    site-packages (``--system-site-packages``), so the test does not download the scientific
+    stack.  What it checks: the package builds from the committed tree, ships its bundled data
+    and runs from the installed copy.
+    """
+    src = tmp_path / "src_copy"
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "HEAD"], capture_output=True,
+                             check=True).stdout
+    src.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "."],
+                   cwd=src, env=env, check=True, timeout=600)
+    res = subprocess.run([str(venv / "bin" / "crowdlearn"), "demo", "--methods", "mv,ds"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "zencrowd_us" in res.stdout and len(res.stdout.splitlines()) == 4
+    where = subprocess.run([str(py), "-c", "import crowdlearn; print(crowdlearn.__file__)"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert str(venv) in where  # the installed copy ran, not a checkout
