@@ -1,6 +1,6 @@
 """The ``crowdlearn`` command.
 
-Sub-commands: ``aggregate``, ``methods``, ``simulate``, ``benchmark``, ``demo``.  Bad input
+Sub-commands: ``aggregate``, ``methods``, ``simulate``, ``benchmark``, ``demo``, ``datasets``.  Bad input
 ends with exit status 2 and one line ``crowdlearn: error: ...`` on stderr; nothing below this
 module prints.
 """
@@ -152,7 +152,34 @@ def _write(table, out) -> None:
         table.to_csv(sys.stdout, index=False)
 
 
+def _stage(args, text: str) -> None:
+    """One line on stderr saying what a long command is doing, when progress is shown."""
+    from .core.progress import bar_wanted
+
+    if bar_wanted(getattr(args, "progress", None)):
+        print(f"crowdlearn: {text}", file=sys.stderr, flush=True)
+
+
+def _reading(args, path) -> None:
+    try:
+        size = f" ({os.path.getsize(path) / 1e6:,.1f} MB)"
+    except OSError:
+        size = ""
+    _stage(args, f"reading {path}{size}")
+
+
 def _cmd_aggregate(args) -> int:
+    from .core import progress
+    from .core.tables import check_writable
+
+    if args.out:  # a bad --out fails now, not after reading and fitting
+        check_writable(args.out)
+    # every fit below (the method's, and those it makes) draws its bar by this setting
+    with progress.settings(verbose=args.progress):
+        return _aggregate(args)
+
+
+def _aggregate(args) -> int:
     from .core.io import detect_format, read_table
 
     colmap = _column_map(args)
@@ -168,7 +195,10 @@ def _cmd_aggregate(args) -> int:
     # table read for that is the one the fit uses (files are read once)
     # handed over in a list, so that the callee holds the only reference and can free the
     # string frame (larger than the fit itself at 10^7 rows) once its table is built
-    read = [read_table(args.input)] if args.kind is None and args.method is None else []
+    read = []
+    if args.kind is None and args.method is None:
+        _reading(args, args.input)
+        read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
     # errors name file lines (header = line 1); Parquet has no lines: row positions
     first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
@@ -182,6 +212,7 @@ def _read_answers(args, columns, read: list):
     from .core.tables import read_table, require_columns
 
     if not read:
+        _reading(args, args.input)
         return read_table(args.input, columns=columns)
     df = read.pop()
     require_columns(df, columns, args.input)
@@ -226,6 +257,7 @@ def _fit_answers(args, kind: str, data) -> int:
 
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
+    _stage(args, f"fitting {name}")
     t0 = time.perf_counter()
     est.fit(data)
     elapsed = time.perf_counter() - t0
@@ -268,15 +300,19 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
             data = data.with_truth(truth)
     else:
         df = _read_answers(args, cols, read or [])
+        _stage(args, f"encoding {len(df):,} answers")
         data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
         del df  # the string frames cost more memory than the fit itself at 10^7 rows
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
     del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
+    _stage(args, f"fitting {name} on {data.n_labels:,} answers")
     t0 = time.perf_counter()
     est.fit(data)
     elapsed = time.perf_counter() - t0
+    if args.out:
+        _stage(args, f"writing {args.out}")
     _write(posterior_table(est), args.out)
     summary = (
         f"{name}: {data.n_labels} answers, {data.n_tasks} tasks, {data.n_workers} workers, "
@@ -384,8 +420,47 @@ def _cmd_demo(args) -> int:
         f"{args.dataset}: {data.n_labels} answers, {data.n_tasks} tasks, "
         f"{data.n_workers} workers, {data.n_classes} classes; accuracy against its gold labels"
     )
-    methods = args.methods.split(",") if args.methods else None
-    print(_accuracy_table({args.dataset: data}, methods, args.seed))
+    from .benchmarking import NEEDS_FEATURES, run_methods
+    from .registry import methods as registered
+
+    names = args.methods.split(",") if args.methods else list(registered("classification"))
+    width = max(len("method"), *(len(n) for n in names))
+    print(f"{'method':>{width}}  accuracy  seconds", flush=True)
+    # one line per method as soon as it is fitted: the whole table takes seconds
+    for name in names:
+        row = run_methods({args.dataset: data}, [name], seed=args.seed).iloc[0]
+        if row["error"] == NEEDS_FEATURES:
+            acc = "needs features"
+        elif isinstance(row["error"], str):
+            acc = "error"
+        else:
+            acc = "n/a" if row["accuracy"] != row["accuracy"] else f"{row['accuracy']:.4f}"
+        print(f"{name:>{width}}  {acc:>8}  {row['seconds']:7.3f}", flush=True)
+    return 0
+
+
+def _cmd_datasets(args) -> int:
+    """The bundled datasets and the folders of the shared root, one line each."""
+    from .datasets import list_datasets
+
+    table = list_datasets(args.root)
+    if args.kind:
+        table = table[table["kind"] == args.kind]
+    shown = table.drop(columns=[] if args.sources else ["source"]).astype(object).reset_index()
+    shown = shown.where(shown.notna(), "-")
+    shown["features"] = shown["features"].map(lambda f: f if f else "-")
+    shown["description"] = shown["description"].map(lambda d: d if len(d) <= 70 else d[:67] + "...")
+    text = shown.astype(str)
+    widths = {c: max(len(c), *text[c].str.len()) if len(text) else len(c) for c in text.columns}
+    numeric = ("answers", "tasks", "workers", "classes", "gold", "features")
+
+    def line(cells: dict) -> str:  # numbers right-aligned, words left-aligned
+        return "  ".join(f"{v:>{widths[c]}}" if c in numeric else f"{v:<{widths[c]}}"
+                         for c, v in cells.items()).rstrip()
+
+    print(line({c: c for c in text.columns}))
+    for row in text.to_dict("records"):
+        print(line(row))
     return 0
 
 
@@ -441,8 +516,11 @@ def _unit_id(index_value):
 
 def _cmd_preferences(args) -> int:
     """Preference annotations -> a preference per (prompt, pair), and DPO-ready JSON Lines."""
+    from .core.tables import check_writable
     from .pairwise.preferences import PreferenceAggregator, Preferences
 
+    if args.out:
+        check_writable(args.out)
     prefs = Preferences.from_csv(args.input)
     params = _parse_params(args.param)
     agg = PreferenceAggregator(method=args.method, params=params or None,
@@ -521,6 +599,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pairwise gold holds ranks or groups (1 = best), not scores")
     a.add_argument("--seed", type=int, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
+    a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="show what is being done and a bar of the iterations on stderr "
+                   "(default: when stderr is a terminal; never when the CI variable is set)")
     a.set_defaults(func=_cmd_aggregate)
 
     pr = sub.add_parser(
@@ -557,6 +638,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--methods", help="comma-separated method names (default: all)")
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_cmd_demo)
+
+    ds = sub.add_parser("datasets", help="list the bundled datasets and those of a shared folder",
+                        description="Name, kind, counts and a one-line description of every "
+                        "dataset 'crowdlearn.datasets.load(name)' opens: the bundled ones and the "
+                        "folders under --root (default $CROWDLEARN_SHARED_DATA or ../shared/data).")
+    ds.add_argument("--root", help="folder of dataset folders in the shared format")
+    ds.add_argument("--kind", help="only datasets of this answer kind")
+    ds.add_argument("--sources", action="store_true", help="also print where each dataset is")
+    ds.set_defaults(func=_cmd_datasets)
 
     s = sub.add_parser("simulate", help="write a synthetic crowd with planted truth (any kind)")
     s.add_argument("--kind", default=None, help="classification (Dawid-Skene workers, the default), "

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.params import check_params
@@ -37,6 +38,7 @@ __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confu
 #: names of BaseAggregator's public methods and helpers that subclasses may not redefine
 SEALED = frozenset({
     "fit_predict", "fit_predict_proba", "predict_proba", "predict", "_record_iteration",
+    "_progress_step", "_progress_relay",
     "__sklearn_is_fitted__", "__init_subclass__",
 })
 
@@ -185,7 +187,8 @@ class BaseAggregator(CrowdEstimator):
         return hasattr(self, "probas_")
 
     # ------------------------------------------------------------------ public
-    def fit(self, labels: Any, *, gold: Any = None, init: Any = None) -> "BaseAggregator":
+    def fit(self, labels: Any, *, gold: Any = None, init: Any = None, verbose: bool | None = None,
+            callback: Any = None) -> "BaseAggregator":
         """Infer the true label of every task.
 
         Parameters
@@ -197,6 +200,13 @@ class BaseAggregator(CrowdEstimator):
         init : array (n_tasks, n_classes) or DataFrame, optional
             Initial posteriors for iterative methods (rows are normalised); ignored by
             closed-form methods.
+        verbose : bool, optional
+            Progress bar of the iterations on stderr (tqdm): True draws it, None (default)
+            only on a terminal for fits longer than a second, False never
+            (:mod:`crowdlearn.core.progress`).
+        callback : callable, optional
+            Called after every iteration with a :class:`~crowdlearn.core.progress.StepRecord`
+            (``iteration``, ``objective``, ``elapsed``, ...).  Neither changes the result.
         """
         check_params(self)
         data = as_crowd_labels(labels)
@@ -207,7 +217,12 @@ class BaseAggregator(CrowdEstimator):
         self.history_: list[float] = []
         self.n_iter_ = 0
         self.converged_ = True
-        proba = self._fit(data, gold_codes, init_p)
+        with progress.start(getattr(self, "max_iter", None), type(self).__name__, verbose,
+                            callback) as self._progress:
+            try:
+                proba = self._fit(data, gold_codes, init_p)
+            finally:
+                del self._progress
         proba = normalize_rows(proba, data.n_classes)
         clamp_to_gold(proba, gold_codes)
         self.tasks_ = data.tasks
@@ -269,9 +284,22 @@ class BaseAggregator(CrowdEstimator):
         """
         self.history_.append(objective)
         self.n_iter_ += 1
+        self._progress_step(objective)
         if self.tol > 0 and abs(objective - previous) / max(n_answers, 1) < self.tol:
             self.converged_ = True
         return self.converged_
+
+    def _progress_step(self, value: float) -> None:
+        """Report one iteration to the fit's progress bar / callback (methods that log their
+        ``history_`` themselves call it; :meth:`_record_iteration` does)."""
+        reporter = getattr(self, "_progress", None)
+        if reporter is not None and reporter.active:
+            reporter.step(value)
+
+    def _progress_relay(self):
+        """A ``callback`` for a fit nested in this one (e.g. the EM stage of a moment method):
+        its iterations are reported as this fit's; the nested fit draws no bar of its own."""
+        return lambda record: self._progress_step(record.objective)
 
     def _check_data(self, data: CrowdLabels) -> None:
         if data.n_labels == 0:

@@ -397,6 +397,7 @@ class BeliefPropagation(_OneCoinBase):
             delta = float(np.max(np.abs(np.tanh(y_new / 2) - np.tanh(y / 2)), initial=0.0))
             y = y_new
             self.history_.append(delta)
+            self._progress_step(delta)
             self.n_iter_ = it + 1
             if delta <= self.tol:
                 self.converged_ = True

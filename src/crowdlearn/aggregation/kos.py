@@ -157,6 +157,7 @@ class KOS(BaseAggregator):
             delta = float(np.sqrt(np.mean((y_new - y) ** 2, axis=0)).max(initial=0.0))
             y = y_new
             self.history_.append(delta)
+            self._progress_step(delta)
             self.n_iter_ = it + 1
             if self.tol > 0 and delta < self.tol:
                 self.converged_ = True

@@ -213,6 +213,7 @@ class MACE(BaseAggregator):
                 post, ll, stats = self._e_step(ctx, tables)
                 obj = ll + penalty
                 history.append(obj)
+                self._progress_step(obj)
                 if self.tol > 0 and it > 0 and abs(history[-1] - history[-2]) / n_answers < self.tol:
                     converged = True
                     break

@@ -190,6 +190,7 @@ class MMSR(BaseAggregator):
             u = msr.step(v, u)
             change = _rank_one_change(u, v, u_prev, v_prev)
             self.history_.append(change)
+            self._progress_step(change)
             self.n_iter_ = it + 1
             if change < self.tol:
                 self.converged_ = True

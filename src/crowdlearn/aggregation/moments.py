@@ -330,7 +330,7 @@ class MomentThenEM(ConfusionAggregator):
             prior_alpha=self.prior_alpha,
             random_state=self.random_state,
         )
-        return ds.fit(data, gold=gold, init=init)
+        return ds.fit(data, gold=gold, init=init, verbose=False, callback=self._progress_relay())
 
     def _adopt(self, data, ds: DawidSkene) -> np.ndarray:
         self.history_.extend(ds.history_)

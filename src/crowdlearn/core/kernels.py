@@ -8,7 +8,7 @@ two sums over the L answers:
 * M-step: ``counts[r, j] = sum_{i: r_i = r} q_{task_i}(j)``.
 
 Two back ends compute them: a scipy sparse-product path (always available, best for small
-data because nothing needs compiling) and fused numba loops (``pip install crowdlearn[fast]``)
+data because nothing needs compiling) and fused numba loops (numba, a dependency of the main install)
 that make one pass over the answers and avoid the (L x K) temporaries.  ``backend="auto"``
 uses numba for large inputs when it is importable.  Both give the same numbers to rounding,
 with two deliberate exceptions from ``FLOAT32_MIN_LABELS`` answers on:
@@ -40,6 +40,7 @@ the M-step gives each block its own count table, summed in block order.
 from __future__ import annotations
 
 import os
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -69,7 +70,15 @@ def compiled_kernels():
         return None
     try:
         from . import compiled as mod
-    except ImportError:
+    except ImportError as exc:
+        # numba is a dependency of the main install, so a missing one is a broken or partial
+        # environment: say so once (lru_cache), then keep working on the numpy loops
+        warnings.warn(
+            f"crowdlearn: numba is not importable ({exc}); large fits use the slower "
+            "pure-numpy loops (pip install numba)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     return mod
 

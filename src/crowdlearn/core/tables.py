@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_table", "write_table", "detect_format", "require_columns"]
+__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -195,6 +195,26 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
             col = col.where(col.notna(), np.nan)
         columns[name] = col
     return pd.DataFrame(columns)
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise the ``ValueError`` that :func:`write_table` would raise for ``path``, now.
+
+    For callers that write only after long work (the CLI reads and fits first): an unknown
+    extension, Parquet without pyarrow or a missing folder is reported before any of it.
+    """
+    path = Path(path)
+    fmt = detect_format(path)
+    if fmt == "parquet":
+        try:
+            import pyarrow  # noqa: F401  (imported by the write anyway)
+        except ImportError:
+            raise ValueError(f"{path}: writing Parquet needs pyarrow (pip install pyarrow)") from None
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{path}: the folder {parent} does not exist")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, expected a file name to write")
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> None:

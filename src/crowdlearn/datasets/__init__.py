@@ -10,34 +10,151 @@ Bundled (Apache-2.0, see each folder's SOURCE.md):
 
 from __future__ import annotations
 
+import builtins
+import os
+import re
 from pathlib import Path
+
+import pandas as pd
 
 from ..core.io import folder_kind, load_folder, read_table
 
-__all__ = ["load", "available", "load_folder", "folder_kind", "DATA_DIR"]
+__all__ = ["load", "list", "list_datasets", "available", "shared_root", "load_folder", "folder_kind",
+           "DATA_DIR"]
 
 DATA_DIR = Path(__file__).parent / "data"
 
+#: answers files that make a folder a dataset in the shared format
+_ANSWER_FILES = ("labels.csv", "labels.csv.gz", "pairs.csv", "similarity.csv")
 
-def available() -> list[str]:
+
+def available() -> builtins.list[str]:
     """Names of the bundled datasets."""
     return sorted(p.name for p in DATA_DIR.iterdir() if (p / "labels.csv.gz").exists())
 
 
-def load(name: str, kind: str | None = None, with_features: bool = False):
+def shared_root(root: str | Path | None = None) -> Path | None:
+    """The folder of shared-format datasets: ``root``, else ``$CROWDLEARN_SHARED_DATA``, else
+    ``../shared/data`` from the current directory (a checkout beside ``shared``); None when
+    none of them exists."""
+    if root is not None:
+        if not Path(root).is_dir():
+            raise ValueError(f"{root}: no such folder of datasets")
+        return Path(root)
+    for candidate in (os.environ.get("CROWDLEARN_SHARED_DATA"), Path("..") / "shared" / "data"):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def _is_dataset(folder: Path) -> bool:
+    return folder.is_dir() and any((folder / f).exists() for f in _ANSWER_FILES)
+
+
+def _first_int(pattern: str, text: str) -> float:
+    m = re.search(pattern, text, re.I | re.M)
+    return float(m.group(1).replace(",", "")) if m else float("nan")
+
+
+def describe(folder: str | Path) -> dict:
+    """One row of :func:`list_datasets` for a dataset folder, read from its ``SOURCE.md``.
+
+    ``description`` is the SOURCE.md title after the name; the counts are its "Counts"
+    lines (answers or comparisons, tasks with an answer or items, workers, classes seen,
+    gold tasks); ``features`` is the width of ``features.npy`` (0 without one).  Missing
+    lines give NaN: nothing is computed from the answers, so listing stays instant.
+    """
+    folder = Path(folder)
+    src = folder / "SOURCE.md"
+    text = src.read_text(encoding="utf-8", errors="replace") if src.exists() else ""
+    title = next((line[1:].strip() for line in text.splitlines() if line.startswith("# ")), "")
+    if ":" in title:
+        title = title.split(":", 1)[1].strip()
+    features = 0
+    if (folder / "features.npy").exists():
+        import numpy as np
+
+        shape = np.load(folder / "features.npy", mmap_mode="r").shape
+        features = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return {
+        "name": folder.name,
+        "kind": folder_kind(folder),
+        "answers": _first_int(r"^- (?:crowd answers|comparisons)[^:]*:\s*([\d,]+)", text),
+        "tasks": _first_int(r"^- tasks with at least one answer:\s*([\d,]+)", text)
+        if "tasks with at least one answer" in text else _first_int(r"items[^:]*:\s*([\d,]+)", text),
+        "workers": _first_int(r"^- workers:\s*([\d,]+)", text),
+        "classes": _first_int(r"^- label values seen in answers \((\d+)\)", text)
+        if folder_kind(folder) in ("classification", "ordinal") else float("nan"),
+        "gold": _first_int(r"^- (?:tasks with ground truth|.*rows of truth\.csv)[^:]*:\s*([\d,]+)", text),
+        "features": features,
+        "description": title,
+    }
+
+
+def list_datasets(root: str | Path | None = None, bundled: bool = True) -> pd.DataFrame:
+    """The datasets :func:`load` can open: the bundled ones and the folders under ``root``.
+
+    Parameters
+    ----------
+    root : path, optional
+        A folder of dataset folders in the shared format (default :func:`shared_root`:
+        ``$CROWDLEARN_SHARED_DATA`` or ``../shared/data``; skipped when absent).
+    bundled : bool
+        Include the datasets shipped in the package.
+
+    Returns
+    -------
+    DataFrame indexed by ``name``
+        ``kind``, ``answers``, ``tasks``, ``workers``, ``classes``, ``gold`` (counts),
+        ``features`` (width, 0 when none), ``description`` (one line), ``source``
+        (``bundled`` or the folder).  A bundled name shadows a folder of the same name, as in
+        :func:`load`.
+    """
+    rows = []
+    if bundled:
+        rows += [{**describe(DATA_DIR / n), "source": "bundled"} for n in available()]
+    base = shared_root(root)
+    if base is not None:
+        seen = {r["name"] for r in rows}
+        for folder in sorted(p for p in base.iterdir() if _is_dataset(p)):
+            if folder.name not in seen:
+                rows.append({**describe(folder), "source": str(folder)})
+    columns = ["name", "kind", "answers", "tasks", "workers", "classes", "gold", "features",
+               "description", "source"]
+    out = pd.DataFrame(rows, columns=columns).set_index("name")
+    for col in ("answers", "tasks", "workers", "classes", "gold"):
+        out[col] = out[col].astype("Int64")  # counts: NaN when SOURCE.md does not say
+    return out
+
+
+#: ``crowdlearn.datasets.list()``, as the issue names it (the builtin stays reachable as
+#: ``builtins.list`` in this module)
+list = list_datasets  # noqa: A001
+
+
+def load(name: str, kind: str | None = None, with_features: bool = False, root: str | Path | None = None):
     """Load a bundled dataset, or any folder in the common format, as its kind's answer table.
 
-    The kind is ``kind``, else :func:`~crowdlearn.core.io.folder_kind` (the folder's
-    SOURCE.md, else its files).  Class labels (and ordinal ones) give ``CrowdLabels``;
+    ``name`` is a bundled dataset, a folder under ``root`` (default :func:`shared_root`), or a
+    folder's path.  The kind is ``kind``, else :func:`~crowdlearn.core.io.folder_kind` (the
+    folder's SOURCE.md, else its files).  Class labels (and ordinal ones) give ``CrowdLabels``;
     continuous answers (``labels.csv``) a ``ContinuousAnswers``; comparisons
     (``pairs.csv``, gold groups or ranks with 1 = best, within its ``query`` column when
-    present) a ``Comparisons``.  Gold, when present, is attached as ``truth``.
+    present) a ``Comparisons``.  Gold, when present, is attached as ``truth``; item features
+    (``features.npy`` in the order of ``tasks.csv``) as ``features`` with
+    ``with_features=True`` (class labels; tasks that have features but no answer are then
+    kept, for learning).
     """
     folder = DATA_DIR / name
     if not folder.is_dir():
-        if not Path(name).is_dir():
-            raise ValueError(f"unknown dataset {name!r}; bundled datasets: {', '.join(available())}")
-        folder = Path(name)
+        base = shared_root(root)
+        if base is not None and _is_dataset(base / name):
+            folder = base / name
+        elif Path(name).is_dir():
+            folder = Path(name)
+        else:
+            known = ", ".join(list_datasets(root).index) if base is not None else ", ".join(available())
+            raise ValueError(f"unknown dataset {name!r}; known datasets: {known}")
     kind = kind or folder_kind(folder)
     if kind in ("classification", "ordinal", "learning"):
         return load_folder(folder, with_features=with_features)

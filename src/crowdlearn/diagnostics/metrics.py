@@ -17,7 +17,8 @@ Worker models
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 import numpy as np
@@ -56,6 +57,55 @@ def _gold_series(truth: Any) -> pd.Series:
     )
 
 
+def _value_key(value: Any) -> Hashable:
+    """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
+    spells (as a Decimal, whose hash equals the number's), else its text."""
+    if isinstance(value, (str, int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            number = Decimal(value.strip() if isinstance(value, str) else str(value))
+        except (InvalidOperation, ValueError):
+            number = None
+        if number is not None and number.is_finite():
+            return number
+    return ("text", str(value))
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """Whether two collections hold values of the same inferred type (then ``==`` is right)."""
+    return pd.api.types.infer_dtype(a, skipna=True) == pd.api.types.infer_dtype(b, skipna=True)
+
+
+def _positions(target: pd.Index, values: Any, what: str) -> np.ndarray:
+    """Position of each of ``values`` in ``target`` (-1 when absent).
+
+    Exact when both hold the same type of value; by value (:func:`_value_key`) when they do
+    not, because ids and labels read from a file by this library are text while
+    ``pd.read_csv`` gives numbers, and ``"17" == 17`` is False: without this a truth file read
+    with pandas would match no task, or count every label wrong.
+    """
+    values = pd.Index(values)
+    if _same_kind(target, values):
+        if not target.is_unique:
+            raise ValueError(f"{what} holds {target[target.duplicated()][0]!r} more than once")
+        return target.get_indexer(values)
+    keys = pd.Index([_value_key(v) for v in target], dtype=object)
+    if not keys.is_unique:
+        raise ValueError(
+            f"{what} holds two values spelling the same number ({target[keys.duplicated()][0]!r}); "
+            "give the truth with the same id and label types as the predictions"
+        )
+    return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
+
+
+def _equal_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``a == b`` (missing values unequal), by value when the types differ."""
+    present = pd.notna(a) & pd.notna(b)
+    if _same_kind(a, b):
+        return np.asarray(a == b, dtype=bool) & present
+    same = np.fromiter((_value_key(x) == _value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
+    return same & present
+
+
 def _task_class_counts(labels: CrowdLabels):
     """Sparse (n_tasks, n_classes) CSR matrix of answer counts (duplicates summed)."""
     import scipy.sparse as sp
@@ -73,19 +123,21 @@ def _proba_truth_codes(probas: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]
     """(P, y): posteriors rows and true class codes of the tasks that have gold."""
     if isinstance(probas, pd.DataFrame):
         gold = _gold_series(truth)
-        common = probas.index.intersection(gold.index)
-        if len(common) == 0:
+        rows = _positions(probas.index, gold.index, "the probas index")
+        has = rows >= 0
+        if not has.any():
             raise ValueError(
                 "no task has both a posterior and a gold label: the probas index and the "
                 "truth index do not overlap"
             )
-        y = probas.columns.get_indexer(pd.Index(gold.loc[common]))
+        gold_values = gold.to_numpy()[has]
+        y = _positions(probas.columns, gold_values, "the probas columns")
         if np.any(y < 0):
-            bad = gold.loc[common].to_numpy()[y < 0][0]
+            bad = gold_values[y < 0][0]
             raise ValueError(
                 f"gold class {bad!r} is not a column of probas {list(probas.columns)[:10]}"
             )
-        proba = probas.loc[common].to_numpy(dtype=np.float64)
+        proba = probas.to_numpy(dtype=np.float64)[rows[has]]
     else:
         proba = np.asarray(probas, dtype=np.float64)
         y = np.asarray(truth.truth if isinstance(truth, CrowdLabels) else truth)
@@ -129,18 +181,24 @@ def accuracy(pred: pd.Series | Mapping, truth: Any) -> float:
     ------
     ValueError
         When no task of ``pred`` has a gold label.
+
+    Notes
+    -----
+    Ids and classes are compared by value when the two sides hold different types: the
+    library reads files as text (task ``"17"``, class ``"1"``) while ``pd.read_csv`` of a
+    truth file gives numbers (``17``, ``1``); they match here (``1``, ``1.0``, ``"1"`` are one
+    value).  Sides of the same type are compared exactly (``"007"`` is not ``"7"``).
     """
     gold = _gold_series(truth)
     pred = pred if isinstance(pred, pd.Series) else pd.Series(pred, dtype=object)
-    common = pred.index.intersection(gold.index)
-    if len(common) == 0:
+    at = _positions(gold.index, pred.index, "the truth index")
+    has = at >= 0
+    if not has.any():
         raise ValueError(
             "accuracy: no predicted task has a gold label (the prediction and truth "
             f"indexes do not overlap; {len(pred)} predictions, {len(gold)} gold labels)"
         )
-    p = pred.loc[common].to_numpy()
-    g = gold.loc[common].to_numpy()
-    correct = np.asarray(p == g, dtype=bool) & pd.notna(p)
+    correct = _equal_values(pred.to_numpy()[has], gold.to_numpy()[at[has]])
     return float(correct.mean())
 
 
@@ -368,7 +426,7 @@ def worker_accuracy(labels: CrowdLabels, truth: Any = None) -> pd.DataFrame:
         (``n_correct / n_gold``, NaN for a worker with no gold answer).
     """
     labels = as_crowd_labels(labels)
-    codes = labels.encode_gold(truth) if truth is not None else labels.truth
+    codes = labels.encode_gold(_in_label_types(labels, truth)) if truth is not None else labels.truth
     if codes is None or not np.any(codes >= 0):
         raise ValueError("worker_accuracy needs gold labels: labels.truth is empty")
     gold_of_answer = codes[labels.task]
@@ -382,6 +440,18 @@ def worker_accuracy(labels: CrowdLabels, truth: Any = None) -> pd.DataFrame:
     return pd.DataFrame(
         {"n_gold": n_gold, "n_correct": n_correct, "accuracy": acc}, index=labels.workers
     )
+
+
+def _in_label_types(labels: CrowdLabels, truth: Any) -> pd.Series:
+    """``truth`` re-keyed to the task ids and class names of ``labels`` where they spell the
+    same values (see :func:`accuracy`); tasks absent from ``labels`` are dropped, and gold
+    classes it does not know are kept as given (``encode_gold`` names them)."""
+    gold = _gold_series(truth)
+    rows = _positions(labels.tasks, gold.index, "the answers' tasks")
+    gold = gold[rows >= 0]
+    cls = _positions(labels.classes, gold.to_numpy(), "the answers' classes")
+    values = np.where(cls >= 0, labels.classes.to_numpy()[np.maximum(cls, 0)], gold.to_numpy())
+    return pd.Series(values, index=labels.tasks[rows[rows >= 0]], dtype=object)
 
 
 # ------------------------------------------------------------------------ posteriors

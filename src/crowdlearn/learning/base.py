@@ -55,7 +55,7 @@ Determinism: ``fit`` runs with torch's, numpy's and Python's global generators s
 ``random_state`` (:func:`~crowdlearn.learning.torch_utils.seeded`, which gives the caller's
 generator states back afterwards) and shuffles with a ``numpy.random.Generator`` of the same
 seed, so the same data, parameters and seed give the same model (on CPU, for a fixed
-``torch.get_num_threads()``), and a fit leaves the caller's random streams untouched.
+thread count: ``n_threads_``, which is 1 for small networks whatever the load), and a fit leaves the caller's random streams untouched.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import ClassifierMixin
 
+from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state, resolve_seed
 from ..core.data import CrowdLabels
 from ..core.params import check_params
@@ -76,7 +77,7 @@ from ..core.stats import argmax_random_ties
 from .backbones import make_backbone
 from .data import TaskAnswers, align_features, check_features, iterate_minibatches
 from .early_stopping import EarlyStopping
-from .torch_utils import resolve_device, seed_everything, seeded, torch
+from .torch_utils import fit_threads, resolve_device, seed_everything, seeded, torch
 
 nn = torch.nn
 
@@ -169,8 +170,11 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
     random_state : int or None
         Seed of the weights, dropout, split and shuffling (``None`` = 0).
     callbacks : sequence of :class:`Callback`
-    verbose : bool
-        Adds a :class:`ProgressBar` printing every 10 epochs.
+    verbose : bool or None
+        Progress bar of the epochs on stderr (:mod:`crowdlearn.core.progress`): True draws it,
+        None (default) only on a terminal and for fits longer than a second, False never.
+        A notebook's hook: ``crowdlearn.core.progress.settings(callback=...)`` around ``fit``
+        (one call per epoch), or ``callbacks``.
 
     Attributes
     ----------
@@ -190,6 +194,11 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         their own unit, e.g. one EM round, with ``val_loss`` nan).
     n_epochs_, best_epoch_ : int
         Mini-batch trainer only: epochs run and the epoch picked on the held-out tasks.
+    n_threads_ : int
+        torch threads the fit ran with: the user's choice (``torch.set_num_threads``,
+        ``OMP_NUM_THREADS`` or ``CROWDLEARN_NUM_THREADS``) or, without one,
+        :func:`~crowdlearn.learning.torch_utils.choose_threads` for the network's size and the
+        free cores (1 for the default networks on the crowd datasets).
     refit_epochs_ : int
         Mini-batch trainer only: epochs of the refit on all labelled tasks (0 without refit);
         those epochs follow the others in ``history_``, marked ``"refit": True``.
@@ -209,7 +218,7 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
 
     def __init__(self, backbone=None, hidden=None, dropout=0.5, epochs=100, batch_size=64, lr=1e-3,
                  weight_decay=1e-4, optimizer="adam", validation_fraction=0.1, patience=10, refit=True,
-                 standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         self.backbone = backbone
         self.hidden = hidden
         self.dropout = dropout
@@ -380,8 +389,12 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
             self._rng = np.random.default_rng(seed)
             Xt = self._to_tensor(X)
             self.net_ = self._build_net(X.shape[1], data.n_classes, data)
-            post = self._fit_model(Xt, data)
-        del self._rng, self._t0, self._fit_seed
+            # torch's default (one thread per core) stalls small networks on a shared machine
+            with fit_threads(self.net_, getattr(self, "batch_size", None) or 256) as self.n_threads_, \
+                    progress.start(self._planned_epochs(data), type(self).__name__,
+                                   getattr(self, "verbose", None), unit="epoch") as self._progress:
+                post = self._fit_model(Xt, data)
+        del self._rng, self._t0, self._fit_seed, self._progress
         if post is None:  # a model of the answers, not of the truth (MMLC): no task posteriors
             return self
         post = np.nan_to_num(np.asarray(post, dtype=float), nan=1.0 / data.n_classes)
@@ -401,8 +414,6 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         ``probas_`` and ``labels_`` are not set).
         """
         callbacks = list(self.callbacks or ())
-        if self.verbose:
-            callbacks.append(ProgressBar(every=10))
         self._X = X
         self._answers = TaskAnswers.from_labels(data, self.device_)
         labelled = self._training_units(data)
@@ -478,11 +489,27 @@ class CrowdClassifier(ClassifierMixin, CrowdEstimator):
         return epoch + 1, stopper.best_epoch
 
     def _log_epoch(self, loss: float, val_loss: float = float("nan")) -> dict:
-        """Append one ``history_`` entry (``epoch``, ``loss``, ``val_loss``, ``time``) and return it."""
+        """Append one ``history_`` entry (``epoch``, ``loss``, ``val_loss``, ``time``) and return it.
+
+        Every training loop logs its epochs (or EM rounds) here, so this is also where the
+        fit's progress bar and callback are told (:mod:`crowdlearn.core.progress`).
+        """
         logs = {"epoch": len(self.history_), "loss": float(loss), "val_loss": float(val_loss),
                 "time": time.perf_counter() - self._t0}
         self.history_.append(logs)
+        reporter = getattr(self, "_progress", None)
+        if reporter is not None and reporter.active:
+            reporter.step(logs["loss"])
         return logs
+
+    def _planned_epochs(self, data: CrowdLabels) -> int | None:
+        """Epochs the fit plans, for the progress bar (None when early stopping or a refit
+        makes the count unknown in advance)."""
+        epochs = getattr(self, "epochs", None)
+        if not isinstance(epochs, (int, np.integer)):
+            return None
+        stops_early = getattr(self, "validation_fraction", 0) and getattr(self, "patience", None)
+        return None if stops_early or (getattr(self, "refit", False) and getattr(self, "validation_fraction", 0)) else int(epochs)
 
     def _posteriors(self, idx: np.ndarray) -> np.ndarray:
         for m in self._modules():

@@ -82,7 +82,7 @@ class CCEM(CrowdClassifier):
 
     def __init__(self, init="identity", head_lr=1e-2, lam=0.0, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         self.init = init
         self.head_lr = head_lr
         self.lam = lam
@@ -145,7 +145,7 @@ class GeoCrowdNetF(CCEM):
 
     def __init__(self, init="identity", head_lr=1e-2, lam=0.01, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         super().__init__(init=init, head_lr=head_lr, lam=lam, backbone=backbone, hidden=hidden, dropout=dropout,
                          epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                          optimizer=optimizer, validation_fraction=validation_fraction, patience=patience, refit=refit,
@@ -165,7 +165,7 @@ class GeoCrowdNetW(CCEM):
 
     def __init__(self, init="identity", head_lr=1e-2, lam=0.01, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         super().__init__(init=init, head_lr=head_lr, lam=lam, backbone=backbone, hidden=hidden, dropout=dropout,
                          epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                          optimizer=optimizer, validation_fraction=validation_fraction, patience=patience, refit=refit,
@@ -187,7 +187,7 @@ class TraceReg(CCEM):
 
     def __init__(self, init="identity", head_lr=1e-2, lam=1e-3, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         super().__init__(init=init, head_lr=head_lr, lam=lam, backbone=backbone, hidden=hidden, dropout=dropout,
                          epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                          optimizer=optimizer, validation_fraction=validation_fraction, patience=patience, refit=refit,

@@ -81,7 +81,7 @@ class _Trainer(CrowdClassifier):
     def __init__(self, mode="S+B", backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam",
                  validation_fraction=0.1, patience=10, refit=True, standardize=True,
-                 device="cpu", random_state=0, callbacks=(), verbose=False):
+                 device="cpu", random_state=0, callbacks=(), verbose=None):
         super().__init__(backbone=backbone, hidden=hidden, dropout=dropout, epochs=epochs,
                          batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                          optimizer=optimizer, validation_fraction=validation_fraction,

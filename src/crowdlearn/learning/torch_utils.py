@@ -7,6 +7,8 @@ estimators do, through this module, so a missing install fails with one clear me
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import random
 
 import numpy as np
@@ -18,7 +20,16 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "crowdlearn.learning needs PyTorch; install it with: pip install 'crowdlearn[torch]'"
     ) from exc
 
-__all__ = ["torch", "seed_everything", "seeded", "resolve_device", "as_tensor"]
+__all__ = ["torch", "seed_everything", "seeded", "resolve_device", "as_tensor", "free_cores",
+           "choose_threads", "fit_threads"]
+
+#: torch's thread count when crowdlearn first imported it; a different count at fit time means
+#: the user called ``torch.set_num_threads`` and their choice stands
+_IMPORT_THREADS = torch.get_num_threads()
+
+#: multiply-adds of one mini-batch step (parameters x batch rows) per extra thread: below
+#: this a thread's share of a matrix product costs less than waking and joining it
+WORK_PER_THREAD = 2**24
 
 
 def seed_everything(seed: int) -> int:
@@ -79,3 +90,85 @@ def as_tensor(a, device="cpu", dtype=None) -> "torch.Tensor":
     if dtype is None:
         dtype = torch.float32 if a.dtype.kind == "f" else torch.int64 if a.dtype.kind in "iu" else None
     return torch.as_tensor(a, dtype=dtype, device=resolve_device(device))
+
+
+def free_cores() -> int:
+    """Cores this process may use that no other runnable process is using now (at least 1).
+
+    The usable cores are the affinity mask (``os.sched_getaffinity``: a container or
+    ``taskset`` limit, not the machine's count).  Busy ones are the other runnable processes:
+    ``procs_running`` of ``/proc/stat`` (instantaneous, this process included) on Linux, else
+    the one-minute load average.
+    """
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        usable = os.cpu_count() or 1
+    busy = None
+    try:
+        with open("/proc/stat") as fh:
+            for line in fh:
+                if line.startswith("procs_running"):
+                    busy = int(line.split()[1]) - 1  # minus this process
+                    break
+    except OSError:
+        pass
+    if busy is None:
+        try:
+            busy = int(round(os.getloadavg()[0]))
+        except (AttributeError, OSError):
+            busy = 0
+    return max(1, usable - max(0, busy))
+
+
+def _user_threads() -> int | None:
+    """The thread count the user asked for, or None when they did not ask.
+
+    ``CROWDLEARN_NUM_THREADS`` (crowdlearn's own setting), ``OMP_NUM_THREADS`` /
+    ``MKL_NUM_THREADS`` (read by torch at import), or a ``torch.set_num_threads`` call after
+    crowdlearn imported torch.
+    """
+    own = os.environ.get("CROWDLEARN_NUM_THREADS", "").strip()
+    if own:
+        try:
+            return max(1, int(own))
+        except ValueError:
+            raise ValueError(f"CROWDLEARN_NUM_THREADS must be a positive integer, got {own!r}") from None
+    if any(os.environ.get(v, "").strip() for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
+        return torch.get_num_threads()
+    now = torch.get_num_threads()
+    return now if now != _IMPORT_THREADS else None
+
+
+def choose_threads(n_params: int, batch_size: int, cores: int | None = None) -> int:
+    """Threads for training a network of ``n_params`` weights on batches of ``batch_size`` rows.
+
+    ``min(free cores, ceil(n_params * batch_size / WORK_PER_THREAD))``, at least 1.  The crowd
+    datasets' networks are small (10^4-10^5 weights): a step is a few hundred microseconds, so
+    intra-op threads mostly synchronise, and a thread on a core another job holds stalls every
+    step (torch's threads wait for one another at each operation).  ``cores`` defaults to
+    :func:`free_cores`.
+    """
+    cores = free_cores() if cores is None else max(1, int(cores))
+    work = max(1, int(n_params)) * max(1, int(batch_size))
+    return int(max(1, min(cores, math.ceil(work / WORK_PER_THREAD))))
+
+
+@contextlib.contextmanager
+def fit_threads(net, batch_size: int):
+    """Run the block with torch's thread count chosen for ``net`` (a module or a weight count)
+    and the free cores, unless the user chose one (:func:`_user_threads`); restores the count
+    afterwards.  Yields the count used."""
+    chosen = _user_threads()
+    if chosen is not None and not os.environ.get("CROWDLEARN_NUM_THREADS", "").strip():
+        yield chosen  # already in effect (torch read the variable, or the user set it)
+        return
+    if chosen is None:
+        n_params = net if isinstance(net, int) else sum(p.numel() for p in net.parameters())
+        chosen = choose_threads(n_params, batch_size)
+    before = torch.get_num_threads()
+    torch.set_num_threads(chosen)
+    try:
+        yield chosen
+    finally:
+        torch.set_num_threads(before)

@@ -39,7 +39,7 @@ class TwoStage(CrowdClassifier):
 
     def __init__(self, aggregator="mv", soft=False, backbone=None, hidden=None, dropout=0.5, epochs=100,
                  batch_size=64, lr=1e-3, weight_decay=1e-4, optimizer="adam", validation_fraction=0.1,
-                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=False):
+                 patience=10, refit=True, standardize=True, device="cpu", random_state=0, callbacks=(), verbose=None):
         self.aggregator = aggregator
         self.soft = soft
         super().__init__(backbone=backbone, hidden=hidden, dropout=dropout, epochs=epochs,

@@ -164,6 +164,9 @@ class MMLC(CrowdClassifier):
         Seed of the initialisation and shuffling (:func:`~crowdlearn.core.base.resolve_seed`;
         ``None`` = fresh entropy).
     device : str
+    verbose : bool or None
+        Progress bar of the epochs (:mod:`crowdlearn.core.progress`): True draws it, None
+        (default) only on a terminal and for fits longer than a second, False never.
 
     Attributes
     ----------
@@ -185,7 +188,7 @@ class MMLC(CrowdClassifier):
     def __init__(self, n_experts=None, expert_hidden=None, expert_out=None, gate="softmax", gate_hidden=None,
                  tower_hidden=(32,), tower_activation="relu", epochs=None, batch_size=None, lr=5e-3,
                  weight_decay=0.0, dropout=0.0, validation_fraction=0.0, patience=None, standardize=True,
-                 random_state=0, device="cpu"):
+                 random_state=0, device="cpu", verbose=None):
         self.n_experts = n_experts
         self.expert_hidden = expert_hidden
         self.expert_out = expert_out
@@ -203,6 +206,7 @@ class MMLC(CrowdClassifier):
         self.standardize = standardize
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "MMLC":
@@ -262,6 +266,11 @@ class MMLC(CrowdClassifier):
         else:
             data = as_crowd_labels(labels)
         return super().fit(X, data, task_index=task_index)
+
+    def _planned_epochs(self, data: CrowdLabels) -> int | None:
+        if self.validation_fraction and self.patience is not None:
+            return None  # early stopping
+        return self._sizes(data, self.n_features_in_)["epochs"]
 
     # ---------------------------------------------------- trainer hooks
     def _build_net(self, n_features: int, n_classes: int, data: CrowdLabels) -> nn.Module:

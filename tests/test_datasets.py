@@ -1,0 +1,72 @@
+"""crowdlearn.datasets: list() of the bundled sets and of a shared folder, load(name) with
+answers, gold and features, and ``crowdlearn datasets`` (issue 16, item 4)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn as cl
+from crowdlearn import datasets
+from crowdlearn.cli import main
+from conftest import SHARED_DATA, skip_missing
+
+
+def _write_folder(root, name="tiny_crowd"):
+    folder = root / name
+    folder.mkdir(parents=True)
+    pd.DataFrame({"task": ["t1", "t1", "t2", "t2", "t3"], "worker": ["a", "b", "a", "c", "b"],
+                  "label": ["x", "x", "y", "x", "y"]}).to_csv(folder / "labels.csv", index=False)
+    pd.DataFrame({"task": ["t1", "t2", "t3", "t4"], "truth": ["x", "y", "y", "x"]}).to_csv(folder / "truth.csv", index=False)
+    pd.DataFrame({"task": ["t1", "t2", "t3", "t4"]}).to_csv(folder / "tasks.csv", index=False)
+    np.save(folder / "features.npy", np.arange(12, dtype=np.float32).reshape(4, 3))
+    (folder / "SOURCE.md").write_text(
+        f"# {name}: A tiny crowd written by the tests\n\n## Counts\n\n- kind: classification\n"
+        "- crowd answers (rows of labels.csv): 5\n- tasks with at least one answer: 3\n- workers: 3\n"
+        "- label values seen in answers (2): x, y\n- tasks with ground truth (rows of truth.csv): 4\n")
+    return folder
+
+
+def test_list_counts_match_what_load_returns():
+    table = datasets.list()
+    assert {"zencrowd_us", "sentiment_polarity"} <= set(table.index)
+    for name in ("zencrowd_us", "sentiment_polarity"):
+        row, data = table.loc[name], datasets.load(name)
+        assert row["source"] == "bundled" and row["kind"] == "classification"
+        assert (row["answers"], row["tasks"], row["workers"], row["classes"]) == (
+            data.n_labels, data.n_tasks, data.n_workers, data.n_classes)
+        assert row["gold"] == int((data.truth >= 0).sum())
+        assert row["description"] and "\n" not in row["description"]
+    # the bundled sets stay small
+    assert sum(f.stat().st_size for f in datasets.DATA_DIR.rglob("*") if f.is_file()) < 1_000_000
+
+
+def test_a_folder_of_the_root_is_listed_and_loaded(tmp_path, capsys):
+    _write_folder(tmp_path)
+    table = datasets.list(tmp_path)
+    row = table.loc["tiny_crowd"]
+    assert row["description"] == "A tiny crowd written by the tests"
+    assert (row["answers"], row["tasks"], row["workers"], row["gold"], row["features"]) == (5, 3, 3, 4, 3)
+    data = datasets.load("tiny_crowd", root=tmp_path, with_features=True)
+    assert data.n_labels == 5 and data.features.shape == (4, 3)       # t4: features, no answer
+    assert dict(data.truth_series()) == {"t1": "x", "t2": "y", "t3": "y", "t4": "x"}
+    np.testing.assert_array_equal(data.features[list(data.tasks).index("t2")], [3, 4, 5])
+    assert datasets.load("tiny_crowd", root=tmp_path).features is None
+    assert main(["datasets", "--root", str(tmp_path), "--sources"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("tiny_crowd"))
+    assert "A tiny crowd written by the tests" in line and str(tmp_path) in line
+    assert main(["datasets", "--root", str(tmp_path / "missing")]) == 2
+    assert "no such folder of datasets" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="tiny_crowd"):  # an unknown name lists the known ones
+        datasets.load("nope", root=tmp_path)
+
+
+def test_shared_folder_by_name():
+    skip_missing(SHARED_DATA / "music")
+    table = datasets.list(SHARED_DATA)
+    assert table.loc["music", "features"] == 124 and table.loc["dog", "classes"] == 4
+    data = datasets.load("music", root=SHARED_DATA, with_features=True)
+    assert data.features.shape == (1000, 124) and int((data.truth >= 0).sum()) == 1000
+    from crowdlearn.registry import answer_type_of
+
+    assert isinstance(datasets.load("snow_wordsim", root=SHARED_DATA), answer_type_of("continuous"))
