@@ -112,3 +112,24 @@ def test_recidivism_race_reproduces_the_paper():
     fair = fair_thresholds(mv.probas_, groups, positive=pos, strength=0.75)
     d1 = disparities(group_report(fair, truth, groups, positive=pos))["demographic_parity_difference"]
     assert d1 <= d0 / 2 + 1e-9 and (fair == truth).mean() >= 0.65
+
+
+def test_cli_group_report(tmp_path, capsys):
+    from crowdlearn.cli import main
+
+    df, truth, group = _biased_crowd(seed=4, n=300)
+    df["grp"] = group.reindex(df["task"]).to_numpy()
+    src, gold, out = tmp_path / "a.csv", tmp_path / "t.csv", tmp_path / "g.csv"
+    df.to_csv(src, index=False)
+    pd.DataFrame({"task": truth.index, "truth": truth.to_numpy()}).to_csv(gold, index=False)
+    code = main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--group-col", "grp",
+                 "--group-report", str(out), "--out", str(tmp_path / "o.csv")])
+    err = capsys.readouterr().err
+    assert code == 0 and "demographic_parity_difference" in err
+    rep = pd.read_csv(out)
+    assert rep["group"].tolist() == ["a", "b"] and rep["tasks"].sum() == 300
+    assert rep.set_index("group").loc["b", "fpr"] > rep.set_index("group").loc["a", "fpr"]
+    one = tmp_path / "one.csv"
+    df.assign(grp="x").to_csv(one, index=False)
+    assert main(["aggregate", str(one), "--method", "mv", "--group-col", "grp"]) == 2
+    assert "at least two groups" in capsys.readouterr().err

@@ -326,7 +326,37 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
         note = getattr(est, attr, None)
         if isinstance(note, str) and note:
             print(f"{name}: {note}", file=sys.stderr)
+    if args.group_col:
+        _group_report(args, est, data, cols[0])
     return 0
+
+
+def _group_report(args, est, data, task_col: str) -> None:
+    """Per-group accuracy, positive rate, TPR/FPR/FNR (stderr; CSV with --group-report)."""
+    import pandas as pd
+
+    from .core.tables import read_table
+    from .fairness import disparities, group_report
+
+    src = args.tasks or args.input
+    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
+    groups = table.set_index(task_col)[args.group_col]
+    positive = args.positive if args.positive is not None else data.classes[-1]
+    if positive not in set(data.classes):
+        raise UsageError(f"--positive {positive!r} is not a class of the answers ({list(data.classes)})")
+    truth = None
+    if data.truth is not None and bool((data.truth >= 0).any()):
+        known = data.truth >= 0
+        truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
+    try:
+        report = group_report(est.labels_, truth, groups, positive=positive)
+    except ValueError as exc:
+        raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
+    gaps = disparities(report)
+    print(f"groups ({args.group_col}; positive class {positive!r}):\n{report.round(4).to_string()}", file=sys.stderr)
+    print("disparities: " + ", ".join(f"{k} {v:.4f}" for k, v in gaps.items()), file=sys.stderr)
+    if args.group_report:
+        _write(report.reset_index(), args.group_report)
 
 
 def _needs(tags) -> str:
@@ -602,6 +632,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show what is being done and a bar of the iterations on stderr "
                    "(default: when stderr is a terminal; never when the CI variable is set)")
+    a.add_argument("--group-col", help="class labels: report accuracy, positive rate, TPR/FPR/FNR "
+                   "per value of this column (of the answers file, or of --tasks) on stderr")
+    a.add_argument("--tasks", help="table with the task column and the --group-col column")
+    a.add_argument("--positive", help="the positive class of the group report (default: the last class)")
+    a.add_argument("--group-report", help="also write the per-group table here (CSV/Parquet/...)")
     a.set_defaults(func=_cmd_aggregate)
 
     pr = sub.add_parser(
