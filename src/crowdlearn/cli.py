@@ -593,6 +593,39 @@ def _cmd_next(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    import pandas as pd
+
+    from .benchmarking import gold_accuracy
+    from .core.data import CrowdLabels
+    from .core.tables import read_table
+    from .report import summarize
+
+    cols = [args.task_col, args.worker_col, args.label_col]
+    frame = read_table(args.input, columns=cols)
+    truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
+    data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=2)
+    names = args.method or ["ds"]
+    rows, main_fit = [], None
+    for name in names:
+        est = _make_estimator(name, "classification", args.seed, {})
+        t0 = time.perf_counter()
+        est.fit(data)
+        row = {"method": name, "seconds": time.perf_counter() - t0, "iterations": est.n_iter_,
+               "converged": bool(est.converged_), "mean confidence": float(est.probas_.max(axis=1).mean())}
+        if truth is not None:
+            row["accuracy"] = gold_accuracy(est.labels_, data)
+        rows.append(row)
+        if main_fit is None:
+            main_fit = (name, est)
+    name, est = main_fit
+    comparison = pd.DataFrame(rows).set_index("method") if len(rows) > 1 else None
+    summarize(est, data).to_html(args.out, labels=data, comparison=comparison, title=f"crowdlearn report: {name}",
+                                 summary={"iterations": est.n_iter_, "converged": est.converged_})
+    print(f"report: {args.out} ({name}; {data.n_labels} answers, {data.n_tasks} tasks)", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crowdlearn", description="Learning from crowds.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -716,6 +749,19 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
     nx.add_argument("--seed", type=int, default=None)
     nx.set_defaults(func=_cmd_next)
+
+    rp = sub.add_parser("report", help="one self-contained HTML page of a fit (workers, confusions, "
+                        "confidence, reliability against gold, convergence, method comparison)")
+    rp.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of class-label answers")
+    rp.add_argument("--method", action="append", help="method (repeat to compare; the first is "
+                    "the page's subject; default ds)")
+    rp.add_argument("--gold", help="file of task,truth: accuracy, log-loss and a reliability diagram")
+    rp.add_argument("--out", required=True, help="the .html file to write")
+    rp.add_argument("--task-col", default="task")
+    rp.add_argument("--worker-col", default="worker")
+    rp.add_argument("--label-col", default="label")
+    rp.add_argument("--seed", type=int, default=None)
+    rp.set_defaults(func=_cmd_report)
     return p
 
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,12 @@ class AggregationResult:
     confusions : ndarray (n_workers, K, K) or None
         ``[worker, true, answered]``, rows sum to 1.
     method : str
+    probas : DataFrame (tasks x classes) or None
+        The posteriors.
+    history : list of float
+        The fit's objective per iteration (empty for closed-form methods).
+    truth : Series or None
+        Gold labels of the data, where known.
     """
 
     tasks: pd.DataFrame
@@ -42,6 +48,38 @@ class AggregationResult:
     annotations: pd.DataFrame
     confusions: np.ndarray | None
     method: str
+    probas: pd.DataFrame | None = None
+    history: list = field(default_factory=list)
+    truth: pd.Series | None = None
+
+    def to_html(self, path=None, *, flags: bool | pd.DataFrame = True, comparison: pd.DataFrame | None = None,
+                labels=None, **kwargs) -> str:
+        """A self-contained HTML page of this result (:func:`crowdlearn.report_html.render_html`).
+
+        ``flags=True`` runs the spammer and adversary detectors on ``labels`` (the answers;
+        required for it), a DataFrame gives the flags, False leaves them out.  Writes ``path``
+        when given; returns the page.
+        """
+        from .report_html import render_html
+
+        if flags is True:
+            flags = _detector_flags(labels) if labels is not None else None
+        elif flags is False:
+            flags = None
+        page = render_html(self, truth=self.truth, flags=flags, comparison=comparison, **kwargs)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(page)
+        return page
+
+
+def _detector_flags(labels) -> pd.DataFrame:
+    """``spammer`` and ``adversary`` per worker from :mod:`crowdlearn.diagnostics.detection`."""
+    from .diagnostics.detection import detect_adversaries, detect_spammers
+
+    sp = detect_spammers(labels)["spammer"]
+    ad = detect_adversaries(labels)["adversary"]
+    return pd.DataFrame({"spammer": sp, "adversary": ad.reindex(sp.index).fillna(False)})
 
 
 def posterior_table(estimator) -> pd.DataFrame:
@@ -110,10 +148,17 @@ def summarize(estimator, labels) -> AggregationResult:
     annotations = data.to_frame()
     annotations["agrees"] = hits.astype(bool)
     annotations["quality"] = proba[data.task, data.label]
+    truth = None
+    if data.truth is not None and np.any(data.truth >= 0):
+        known = data.truth >= 0
+        truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
     return AggregationResult(
         tasks=tasks,
         workers=workers,
         annotations=annotations,
         confusions=confusions,
         method=type(estimator).__name__,
+        probas=pd.DataFrame(proba, index=data.tasks, columns=data.classes),
+        history=list(getattr(estimator, "history_", []) or []),
+        truth=truth,
     )
