@@ -8,6 +8,7 @@ import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.benchmarking import gold_accuracy
 from conftest import load_shared
+from crowdlearn.core.stats import split_ties
 
 
 def _hard_items_crowd(seed, n_tasks=1500, n_workers=30, k=3, per_task=7):
@@ -74,7 +75,9 @@ def test_many_classes_and_few_answers_do_not_collapse_to_one_class():
     rng = np.random.default_rng(0)
     sub = data.subset(tasks=data.tasks[np.sort(rng.choice(data.n_tasks, 600, replace=False))])
     est = cl.MinimaxEntropy(max_iter=10).fit(sub)
-    mv = gold_accuracy(cl.MajorityVote().fit(sub).labels_, sub)
+    # MV's expected accuracy with its (many) ties split evenly: a baseline that does not
+    # depend on how the tie-breaking draw falls
+    mv = split_ties(cl.MajorityVote().fit(sub).probas_.to_numpy())[np.arange(sub.n_tasks), sub.truth].mean()
     assert est.labels_.nunique() >= 12
     assert gold_accuracy(est.labels_, sub) > mv - 0.01
 

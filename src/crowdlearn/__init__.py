@@ -24,6 +24,8 @@ _LAZY_MODULES = {
     # the answer kinds beyond class labels, one package each
     "continuous": "continuous", "ordinal": "ordinal", "multilabel": "multilabel",
     "pairwise": "pairwise", "similarity": "similarity",
+    # fits beyond memory: on Dask, or streamed from disk
+    "scale": "scale",
 }
 _LAZY_FUNCTIONS = {"detect_spammers": "diagnostics.detection", "detect_adversaries": "diagnostics.detection"}
 

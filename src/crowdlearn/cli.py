@@ -172,7 +172,8 @@ def _cmd_aggregate(args) -> int:
     from .core import progress
     from .core.tables import check_writable
 
-    if args.out:  # a bad --out fails now, not after reading and fitting
+    # a bad --out fails now, not after reading and fitting (the scaled engines may write a folder)
+    if args.out and (args.engine == "memory" or Path(args.out).suffix):
         check_writable(args.out)
     # every fit below (the method's, and those it makes) draws its bar by this setting
     with progress.settings(verbose=args.progress):
@@ -183,6 +184,8 @@ def _aggregate(args) -> int:
     from .core.io import detect_format, read_table
 
     colmap = _column_map(args)
+    if args.engine != "memory":
+        return _aggregate_scaled(args, colmap)
     if args.format:
         kind = _resolve_kind(args, set())
         if kind == "continuous":
@@ -205,6 +208,67 @@ def _aggregate(args) -> int:
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
+
+
+def _aggregate_scaled(args, colmap: dict) -> int:
+    """``--engine dask`` / ``stream``: class labels from files too large for one fit in memory.
+
+    The input is a file, a folder or a glob of Parquet/CSV files; ``--out`` a folder (one
+    Parquet file per partition) or a CSV file; without it the table goes to stdout.
+    """
+    from .registry import DEFAULT_METHODS
+    from .scale import Columns, fit, supported_methods
+
+    unsupported = [flag for flag, value in (("--gold", args.gold), ("--format", args.format),
+                                            ("--group-col", args.group_col)) if value]
+    if unsupported:
+        raise UsageError(f"--engine {args.engine} does not take {', '.join(unsupported)} (use the in-memory engine)")
+    name = args.method or DEFAULT_METHODS["classification"]
+    if name not in supported_methods():
+        raise UsageError(f"--engine {args.engine} runs {', '.join(supported_methods())}; not {name!r}")
+    est = _make_estimator(name, "classification", args.seed, _parse_params(args.param))
+    columns = Columns(colmap["task"], colmap["worker"], colmap["label"])
+    options = {"columns": columns, "classes": args.classes.split(",") if args.classes else None}
+    cluster = client = None
+    try:
+        if args.engine == "dask":
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:
+                raise UsageError("--engine dask needs dask: pip install 'crowdlearn[dask]'") from None
+            import logging
+
+            # the p2p shuffle logs a WARNING for every shuffle it starts and ends
+            logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)
+            if args.scheduler:
+                client = Client(args.scheduler)
+            else:
+                cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1)
+                client = Client(cluster)
+            options["client"] = client
+        else:
+            options["chunk_answers"] = args.chunk_answers
+        out = args.out
+        if out and args.engine == "dask" and Path(out).suffix:
+            raise UsageError(f"--engine dask writes a folder of Parquet files; --out {out} looks like a file")
+        _stage(args, f"fitting {name} with the {args.engine} engine")
+        t0 = time.perf_counter()
+        try:
+            result = fit(est, args.input, engine=args.engine, out=out, **options)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        elapsed = time.perf_counter() - t0
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    if out is None:
+        _write(result, None)
+    print(f"{name} ({args.engine} engine): {len(est.workers_)} workers, {len(est.classes_)} classes; "
+          f"{est.n_iter_} iterations, converged={est.converged_}, {elapsed:.3f} s"
+          + (f"; wrote {len(result)} file(s) to {out}" if out else ""), file=sys.stderr)
+    return 0
 
 
 def _read_answers(args, columns, read: list):
@@ -670,6 +734,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tasks", help="table with the task column and the --group-col column")
     a.add_argument("--positive", help="the positive class of the group report (default: the last class)")
     a.add_argument("--group-report", help="also write the per-group table here (CSV/Parquet/...)")
+    a.add_argument("--engine", choices=("memory", "dask", "stream"), default="memory",
+                   help="class labels beyond memory: 'dask' fits on a Dask cluster, 'stream' reads "
+                   "the files chunk by chunk on this machine; INPUT may then be a folder or a glob "
+                   "of Parquet/CSV files and --out a folder (methods: mv, wawa, ds, onecoin, ccds, glad)")
+    a.add_argument("--scheduler", help="--engine dask: address of a running scheduler (default: a local cluster)")
+    a.add_argument("--workers", type=int, help="--engine dask: worker processes of the local cluster (default 2)")
+    a.add_argument("--chunk-answers", type=int, default=4_000_000,
+                   help="--engine stream: answers read at a time (the memory bound; default 4,000,000)")
     a.set_defaults(func=_cmd_aggregate)
 
     pr = sub.add_parser(

@@ -194,6 +194,8 @@ class BaseAggregator(CrowdEstimator):
         Parameters
         ----------
         labels : CrowdLabels or DataFrame (task, worker, label)
+            A ``dask.dataframe.DataFrame`` is refused with a pointer to
+            :func:`crowdlearn.scale.fit_dask`, which fits it on its cluster.
         gold : Series or mapping task -> class, optional
             Known labels.  Their tasks are clamped to the gold class; methods with a worker
             model also learn from them.
@@ -208,6 +210,11 @@ class BaseAggregator(CrowdEstimator):
             Called after every iteration with a :class:`~crowdlearn.core.progress.StepRecord`
             (``iteration``, ``objective``, ``elapsed``, ...).  Neither changes the result.
         """
+        if type(labels).__module__.startswith(("dask.", "dask_expr")):  # answers on a cluster
+            raise TypeError(
+                "labels is a dask DataFrame: fit it where it lives with "
+                "crowdlearn.scale.fit_dask(estimator, frame) (methods: crowdlearn.scale.supported_methods())"
+            )
         check_params(self)
         data = as_crowd_labels(labels)
         self._check_data(data)
@@ -228,7 +235,7 @@ class BaseAggregator(CrowdEstimator):
         self.tasks_ = data.tasks
         self.workers_ = data.workers
         self.classes_ = data.classes
-        codes = argmax_random_ties(proba, self._rng)
+        codes = argmax_random_ties(proba, self._rng, data.tasks)
         self.label_codes_ = codes
         self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
         self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
@@ -263,7 +270,7 @@ class BaseAggregator(CrowdEstimator):
     def predict(self, labels: Any) -> pd.Series:
         proba = self.predict_proba(labels)
         rng = resolve_random_state(getattr(self, "random_state", 0))
-        codes = argmax_random_ties(proba.to_numpy(), rng)
+        codes = argmax_random_ties(proba.to_numpy(), rng, proba.index)
         return pd.Series(self.classes_.take(codes), index=proba.index, name="label")
 
     # ---------------------------------------------------------------- hooks

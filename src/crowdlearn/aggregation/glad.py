@@ -45,19 +45,19 @@ from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
 
-__all__ = ["GLAD"]
+__all__ = ["GLAD", "coin_estep", "newton_block", "softplus", "LOG_BETA_BOUND"]
 
 _TINY = 1e-300
-#: log beta is kept in [-_LOG_BETA_BOUND, _LOG_BETA_BOUND] (beta in [2e-9, 5e8])
-_LOG_BETA_BOUND = 20.0
+#: log beta is kept in [-LOG_BETA_BOUND, LOG_BETA_BOUND] (beta in [2e-9, 5e8])
+LOG_BETA_BOUND = 20.0
 
 
-def _softplus(x: np.ndarray) -> np.ndarray:
+def softplus(x: np.ndarray) -> np.ndarray:
     """``log(1 + exp(x))`` without overflow."""
     return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
 
 
-def _newton_block(theta, group, size, p_right, x, sp, dx, x_at, mu, var, lo, hi, max_halvings=30):
+def newton_block(theta, group, size, p_right, x, sp, dx, x_at, mu, var, lo, hi, max_halvings=30):
     """One safeguarded second-order ascent step on many separable 1-D problems.
 
     Maximises, for every group ``g`` (a worker or a task) independently,
@@ -80,7 +80,7 @@ def _newton_block(theta, group, size, p_right, x, sp, dx, x_at, mu, var, lo, hi,
     step = new - theta
     for _ in range(max_halvings):
         x = x_at(new)
-        sp = _softplus(x)
+        sp = softplus(x)
         dev = new - mu
         f_new = np.bincount(group, weights=p_right * x - sp, minlength=size) - 0.5 * dev * dev / var
         bad = ~(f_new >= f_old - 1e-12 * (1.0 + np.abs(f_old)))
@@ -91,7 +91,7 @@ def _newton_block(theta, group, size, p_right, x, sp, dx, x_at, mu, var, lo, hi,
     else:
         new = np.where(bad, theta, new)
         x = x_at(new)
-        sp = _softplus(x)
+        sp = softplus(x)
     return new, float(np.max(np.abs(new - theta), initial=0.0)), x, sp
 
 
@@ -229,14 +229,14 @@ class GLAD(BaseAggregator):
         n_answers = max(data.n_labels, 1)
 
         alpha = np.full(m, float(self.alpha_prior_mean))
-        log_beta = np.clip(np.full(n, float(self.log_beta_prior_mean)), -_LOG_BETA_BOUND, _LOG_BETA_BOUND)
+        log_beta = np.clip(np.full(n, float(self.log_beta_prior_mean)), -LOG_BETA_BOUND, LOG_BETA_BOUND)
         log_prior = np.full(k, -np.log(k))
         post = init if init is not None else vote_fractions(data)
         post = clamp_to_gold(post, gold)
 
         if k > 1:
             x = alpha[worker] * np.exp(log_beta)[task]
-            sp = _softplus(x)
+            sp = softplus(x)
             self.converged_ = False
             obj_prev = -np.inf
             for it in range(self.max_iter):
@@ -295,14 +295,14 @@ class GLAD(BaseAggregator):
         mu_b, var_b = float(self.log_beta_prior_mean), float(self.log_beta_prior_var)
         beta_t = np.exp(log_beta)[task]
         for _ in range(int(self.m_step_max_iter)):
-            alpha, moved_a, x, sp = _newton_block(
+            alpha, moved_a, x, sp = newton_block(
                 alpha, worker, m, p_right, x, sp, beta_t,
                 lambda a: a[worker] * beta_t, mu_a, var_a, -np.inf, np.inf,
             )
             a_t = alpha[worker]
-            log_beta, moved_b, x, sp = _newton_block(
+            log_beta, moved_b, x, sp = newton_block(
                 log_beta, task, n, p_right, x, sp, x,
-                lambda u: a_t * np.exp(u)[task], mu_b, var_b, -_LOG_BETA_BOUND, _LOG_BETA_BOUND,
+                lambda u: a_t * np.exp(u)[task], mu_b, var_b, -LOG_BETA_BOUND, LOG_BETA_BOUND,
             )
             beta_t = np.exp(log_beta)[task]
             if max(moved_a, moved_b) < 1e-6:
@@ -315,9 +315,9 @@ class GLAD(BaseAggregator):
         if k == 1:
             return np.ones((data.n_tasks, 1))
         pos = self.tasks_.get_indexer(data.tasks)
-        default = np.clip(float(self.log_beta_prior_mean), -_LOG_BETA_BOUND, _LOG_BETA_BOUND)
+        default = np.clip(float(self.log_beta_prior_mean), -LOG_BETA_BOUND, LOG_BETA_BOUND)
         log_beta = np.where(pos >= 0, self._log_beta[np.maximum(pos, 0)], default)
         task = data.task.astype(np.intp)
         x = self._alpha[data.worker] * np.exp(log_beta)[task]
-        post, _ = self._estep(task, task * k + data.label, data.n_tasks, k, x, _softplus(x), self._log_prior, None)
+        post, _ = self._estep(task, task * k + data.label, data.n_tasks, k, x, softplus(x), self._log_prior, None)
         return post

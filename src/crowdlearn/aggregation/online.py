@@ -179,7 +179,7 @@ class StepwiseEM:
         logit = log_prior + st["evidence"]
         post = np.exp(logit - logit.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)
-        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)))
+        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)), st["tasks"])
         self.label_codes_ = codes
         self.probas_ = pd.DataFrame(post, index=st["tasks"], columns=st["classes"])
         self.labels_ = pd.Series(st["classes"].take(codes), index=st["tasks"], name="label")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "factorize_ids", "row_list"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "factorize_ids", "row_list"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -103,6 +103,16 @@ def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndar
     kept = np.unique(target)
     new_code = np.searchsorted(kept, target)
     return new_code[codes], pd.Index(values[kept], name=index.name, dtype=index.dtype)
+
+
+def class_codes(values: pd.Series, normalised: bool = False) -> tuple[np.ndarray, pd.Index]:
+    """Codes and class index of raw label values: sorted classes, one class per number
+    (``1``, ``1.0`` and ``"1.0"`` are one class).  ``normalised``: float values were already
+    made integers where integral (as :meth:`CrowdLabels.from_frame` does first)."""
+    if not normalised:
+        values = _normalise_label_values(pd.Series(values))
+    codes, index = factorize_ids(values, "class")
+    return _merge_number_spellings(codes, index)
 
 
 class CrowdLabels:
@@ -447,8 +457,7 @@ class CrowdLabels:
                 )
         else:
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
-            pool_codes, class_index = factorize_ids(pool, "class")
-            pool_codes, class_index = _merge_number_spellings(pool_codes, class_index)
+            pool_codes, class_index = class_codes(pool, normalised=True)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:

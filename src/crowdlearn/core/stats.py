@@ -23,6 +23,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+import pandas as pd
 from scipy.special import digamma, roots_jacobi
 
 from .data import CrowdLabels
@@ -247,14 +248,18 @@ def gauss_jacobi(n: int, a: float, b: float) -> tuple[np.ndarray, np.ndarray, np
 _TIE_TOL = 1e-12
 
 
-def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState, ids: pd.Index | None = None) -> np.ndarray:
     """Row-wise argmax; exact ties (within 1e-12) go to a class drawn uniformly by ``rng``.
 
-    ``rng`` gives one 64-bit salt; the key of cell (task n, class j) is a fixed hash
-    (SplitMix64) of ``salt + n * K + j``, and a tied row takes its tied class with the largest
-    key.  So the rule is reproducible for a given seed, uniform over the tied classes, and the
-    outcome of a task does not depend on how many other tasks are tied, while keys are only
-    computed for the (usually few) tied rows, not for all N x K cells.
+    ``rng`` gives one 64-bit salt; the key of cell (row n, class j) is a fixed hash
+    (SplitMix64) of the salt, the row's identity and ``j``, and a tied row takes its tied
+    class with the largest key.  The row's identity is its id in ``ids`` (hashed with
+    :func:`pandas.util.hash_pandas_object`) when given, else its position.  So the rule is
+    reproducible for a given seed, uniform over the tied classes, and the outcome of a task
+    does not depend on how many other tasks are tied; with ``ids`` it does not depend on the
+    task's position either, so a task split off into another partition or file
+    (:mod:`crowdlearn.scale`) is broken the same way.  Keys are only computed for the
+    (usually few) tied rows, not for all N x K cells.
     """
     n, k = proba.shape
     if k == 0:
@@ -265,8 +270,12 @@ def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState) -> np.ndar
     tied = proba >= best - _TIE_TOL
     rows = np.flatnonzero(np.count_nonzero(tied, axis=1) > 1)
     if rows.size:
-        cells = rows.astype(np.uint64)[:, None] * np.uint64(k) + np.arange(k, dtype=np.uint64)
-        keys = _splitmix64(cells + salt)
+        if ids is None:
+            row_key = rows.astype(np.uint64)
+        else:
+            row_key = pd.util.hash_pandas_object(pd.Index(ids).take(rows), index=False).to_numpy(np.uint64)
+        cells = _splitmix64(row_key + salt)[:, None] + np.arange(k, dtype=np.uint64)
+        keys = _splitmix64(cells)
         keys[~tied[rows]] = 0  # hashes of tied cells are > 0 except with probability 2^-64
         codes[rows] = np.argmax(keys, axis=1)
     return codes

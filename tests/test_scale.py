@@ -1,0 +1,277 @@
+"""The partitioned fits (crowdlearn.scale) against the in-memory fit.
+
+Equality is the contract: on every categorical set of ../shared/data, the Dask fit (a small
+in-process cluster, several partitions) and the streaming fit (several files, several
+buckets) give the in-memory labels, and posteriors within 1e-6 of it.
+"""
+
+import logging
+import os
+import signal
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import crowdlearn as cl
+from crowdlearn.benchmarking import categorical_datasets
+from crowdlearn.scale import Columns, fit_dask, fit_stream, supported_methods
+from crowdlearn.scale.coding import Coding
+from crowdlearn.scale.driver import LocalEngine, collect_results, fit_program
+from conftest import SHARED_DATA, skip_missing
+
+SETS = categorical_datasets(SHARED_DATA) if SHARED_DATA.exists() else ["bluebirds"]
+METHODS = ["mv", "wawa", "ds", "onecoin", "ccds", "glad"]
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+
+def answers(name: str) -> pd.DataFrame:
+    folder = SHARED_DATA / name
+    skip_missing(folder)
+    return pd.read_csv(folder / "labels.csv")
+
+
+def assert_same_fit(est, ref, tol=1e-6):
+    """Same tasks, same labels, posteriors within ``tol``, same worker model size."""
+    assert len(est.labels_) == len(ref.labels_) and set(est.labels_.index) == set(ref.labels_.index)
+    labels = est.labels_.reindex(ref.labels_.index)
+    assert (labels == ref.labels_).all(), f"{int((labels != ref.labels_).sum())} labels differ"
+    proba = est.probas_.reindex(index=ref.probas_.index, columns=ref.probas_.columns).to_numpy()
+    assert np.isfinite(proba).all()
+    assert np.abs(proba - ref.probas_.to_numpy()).max() <= tol
+    assert est.n_iter_ == ref.n_iter_
+    assert len(est.workers_) == len(ref.workers_) and set(est.workers_) == set(ref.workers_)
+
+
+def write_files(df: pd.DataFrame, folder, n_files=3, fmt="parquet"):
+    """The answers shuffled over ``n_files`` files, so tasks are split across files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shuffled = df.sample(frac=1.0, random_state=0)
+    for i in range(n_files):
+        part = shuffled.iloc[i::n_files]
+        if fmt == "parquet":
+            part.to_parquet(folder / f"part{i}.parquet", index=False)
+        else:
+            part.to_csv(folder / f"part{i}.csv", index=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def client():
+    logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)  # p2p shuffle chatter
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       dashboard_address=None)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+# ------------------------------------------------------------------- programs
+@pytest.mark.parametrize("name", SETS)
+def test_every_program_matches_the_in_memory_fit(name):
+    """The rounds of each method, on 3 hash partitions, are the in-memory fit."""
+    df = answers(name)
+    for method in METHODS:
+        ref = cl.get_method(method)().fit(df)
+        est = cl.get_method(method)()
+        engine, coding = LocalEngine.from_frame(df, 3)
+        program = fit_program(est, engine, coding)
+        collect_results(est, program, list(engine.outputs(program.output(), est.random_state)))
+        assert_same_fit(est, ref)
+        if method in ("ds", "onecoin", "ccds"):
+            np.testing.assert_allclose(est.confusions_, ref.confusions_, atol=1e-9)
+        if method == "glad":
+            np.testing.assert_allclose(est.difficulties_.reindex(ref.tasks_), ref.difficulties_, atol=1e-9)
+
+
+def test_supported_methods_and_refusal():
+    assert set(supported_methods()) == set(METHODS)
+    df = answers("bluebirds")
+    engine, coding = LocalEngine.from_frame(df, 2)
+    with pytest.raises(ValueError, match="no partitioned.*ds"):
+        fit_program(cl.get_method("mace")(), engine, coding)
+
+
+def test_tie_breaks_follow_the_task_not_its_position():
+    """Two opposite answers per task: every task is tied, and its draw must not depend on
+    where its rows are (a partition or file holds them in another order)."""
+    first = np.random.default_rng(0).integers(0, 2, 200)
+    df = pd.DataFrame({"task": np.repeat([f"t{i}" for i in range(200)], 2), "worker": ["a", "b"] * 200,
+                       "label": np.column_stack([first, 1 - first]).ravel()})
+    a = cl.MajorityVote().fit(df).labels_
+    b = cl.MajorityVote().fit(df.iloc[::-1]).labels_.reindex(a.index)
+    c = cl.MajorityVote().fit(df[df["task"] > "t5"]).labels_
+    assert (a == b).all() and (a.reindex(c.index) == c).all()
+    assert 60 < int((a == 1).sum()) < 140  # ties still go either way
+
+
+# -------------------------------------------------------------------- stream
+@pytest.mark.parametrize("name", SETS)
+def test_stream_matches_the_in_memory_fit(name, tmp_path):
+    df = answers(name)
+    folder = write_files(df, tmp_path / "in")
+    chunk = max(500, len(df) // 5)  # several chunks and buckets
+    ref = cl.DawidSkene().fit(df)
+    est = cl.DawidSkene()
+    fit_stream(est, folder, chunk_answers=chunk)
+    assert_same_fit(est, ref)
+
+
+@pytest.mark.parametrize("method", ["mv", "wawa", "glad", "onecoin"])
+def test_stream_other_methods_and_csv(method, tmp_path):
+    df = pd.read_csv(SHARED_DATA / "zencrowd_us" / "labels.csv", dtype=str) if (SHARED_DATA / "zencrowd_us").exists() \
+        else pytest.skip("shared data missing")
+    folder = write_files(df, tmp_path / "in", fmt="csv")
+    ref = cl.get_method(method)().fit(df)
+    est = cl.get_method(method)()
+    fit_stream(est, str(folder / "*.csv"), chunk_answers=2000)
+    assert_same_fit(est, ref)
+
+
+def test_stream_writes_every_task_once(tmp_path):
+    df = answers("dog")
+    folder = write_files(df, tmp_path / "in")
+    (tmp_path / "in" / "empty.parquet").write_bytes(b"")  # not a Parquet file: refused clearly
+    with pytest.raises(Exception, match="empty.parquet|Parquet"):
+        fit_stream(cl.DawidSkene(), folder, chunk_answers=3000, out=tmp_path / "out")
+    os.remove(tmp_path / "in" / "empty.parquet")
+    df.iloc[:0].to_parquet(tmp_path / "in" / "empty.parquet", index=False)  # no answers: fine
+    paths = fit_stream(cl.DawidSkene(), folder, chunk_answers=3000, out=tmp_path / "out")
+    res = pd.concat([pd.read_parquet(p) for p in paths])
+    assert len(paths) > 1
+    assert res["task"].is_unique and set(res["task"]) == set(df["task"])
+    ref = cl.DawidSkene().fit(df)
+    np.testing.assert_array_equal(res.set_index("task")["label"].reindex(ref.labels_.index), ref.labels_)
+    csv = fit_stream(cl.DawidSkene(), folder, chunk_answers=3000, out=tmp_path / "all.csv")
+    assert len(pd.read_csv(csv[0])) == df["task"].nunique()
+
+
+def test_stream_bad_input_is_named(tmp_path):
+    df = answers("bluebirds").astype({"label": float})
+    df.loc[17, "label"] = np.nan
+    df.to_parquet(tmp_path / "a.parquet", index=False)
+    with pytest.raises(ValueError, match="missing value in column 'label'"):
+        fit_stream(cl.DawidSkene(), tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match="missing column"):
+        fit_stream(cl.DawidSkene(), tmp_path / "a.parquet", columns=Columns(task="item"))
+    with pytest.raises(FileNotFoundError, match="no answer files"):
+        fit_stream(cl.DawidSkene(), tmp_path / "nothing-*.parquet")
+
+
+# ---------------------------------------------------------------------- dask
+@pytest.mark.parametrize("name", SETS)
+def test_dask_matches_the_in_memory_fit(name, client):
+    df = answers(name)
+    ddf = dd.from_pandas(df.sample(frac=1.0, random_state=1), npartitions=3)
+    ref = cl.DawidSkene().fit(df)
+    est = cl.DawidSkene()
+    fit_dask(est, ddf, client=client, npartitions=4)
+    assert_same_fit(est, ref)
+
+
+def test_dask_every_method_from_parquet_files(client, tmp_path):
+    df = answers("zencrowd_us")
+    folder = write_files(df, tmp_path / "in")
+    for method in METHODS:
+        ref = cl.get_method(method)().fit(df)
+        est = cl.get_method(method)()
+        fit_dask(est, dd.read_parquet(str(folder)), client=client)
+        assert_same_fit(est, ref)
+    paths = fit_dask(cl.DawidSkene(), str(folder / "*.parquet"), client=client, out=str(tmp_path / "out"))
+    res = pd.concat([pd.read_parquet(p) for p in paths])
+    assert res["task"].is_unique and set(res["task"]) == set(df["task"])
+
+
+def test_dask_empty_partition_and_mixed_ids(client):
+    df = answers("bluebirds")
+    # ids of mixed types: some tasks and workers are numbers, others text
+    df = df.astype({"task": object, "worker": object})
+    df.loc[df["task"].astype(int) % 2 == 0, "task"] = "t" + df["task"].astype(str)
+    df.loc[df.index % 3 == 0, "worker"] = df["worker"].astype(str) + "x"
+    ref = cl.DawidSkene().fit(df)
+    import dask
+
+    # dask turns object columns into text by default; keep the ids' own types
+    with dask.config.set({"dataframe.convert-string": False}):
+        ddf = dd.concat([dd.from_pandas(df, npartitions=3), dd.from_pandas(df.iloc[:0], npartitions=1)])
+        est = cl.DawidSkene()
+        fit_dask(est, ddf, client=client, npartitions=5)
+    assert_same_fit(est, ref)
+    assert {type(t) for t in est.labels_.index} == {int, str}
+
+
+def test_dask_bad_input_is_named(client):
+    df = answers("bluebirds").astype({"label": float})
+    df.loc[5, "label"] = np.nan
+    with pytest.raises(ValueError, match="missing value in the label column|missing value in column 'label'"):
+        fit_dask(cl.DawidSkene(), dd.from_pandas(df, npartitions=2), client=client)
+    with pytest.raises(ValueError, match="missing column"):
+        fit_dask(cl.DawidSkene(), dd.from_pandas(df, npartitions=2), client=client, columns=Columns(worker="who"))
+    with pytest.raises(TypeError, match="crowdlearn.scale.fit_dask"):
+        cl.DawidSkene().fit(dd.from_pandas(df, npartitions=2))
+
+
+def test_coding_matches_from_frame():
+    """Global codes are the in-memory codes: sorted ids, one class per number spelling."""
+    labels = pd.Series(["1", "1.0", "2", "10", "x"])
+    coding = Coding.from_values(["b", "a", "c"], labels)
+    ref = cl.CrowdLabels.from_frame(pd.DataFrame({"task": range(5), "worker": ["a", "b", "c", "a", "b"],
+                                                  "label": labels}))
+    assert list(coding.workers) == ["a", "b", "c"]
+    assert coding.classes.equals(ref.classes)
+    np.testing.assert_array_equal(coding.label_codes, ref.label[np.argsort(ref.task)])
+
+
+# --------------------------------------------------------------- robustness
+@pytest.mark.parametrize("method", ["ds", "glad"])
+def test_a_worker_killed_mid_fit_never_gives_a_partial_result(method):
+    """Kill one worker process after the third iteration: the fit must either finish with
+    the in-memory result (lost blocks recomputed from their lineage) or raise DaskFitError."""
+    from crowdlearn.scale.dask_engine import DaskFitError
+
+    df = answers("zencrowd_us")
+    ref = cl.get_method(method)(tol=0, max_iter=8).fit(df)
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        with distributed.Client(cluster) as client:
+            pids = list(client.run(os.getpid).values())
+            killed = threading.Event()
+
+            def kill_one(record):
+                if record.iteration == 3 and not killed.is_set():
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed.set()
+
+            est = cl.get_method(method)(tol=0, max_iter=8)
+            try:
+                fit_dask(est, dd.from_pandas(df, npartitions=4), client=client, callback=kill_one)
+            except DaskFitError as exc:
+                assert "round" in str(exc)
+            else:
+                assert_same_fit(est, ref)
+            assert killed.is_set()
+    finally:
+        cluster.close()
+
+
+# ----------------------------------------------------------------------- CLI
+def test_cli_engines(tmp_path, capsys):
+    from crowdlearn.cli import main
+
+    df = answers("bluebirds")
+    folder = write_files(df, tmp_path / "in")
+    ref = cl.DawidSkene().fit(df)
+    assert main(["aggregate", str(folder / "*.parquet"), "--engine", "stream", "--chunk-answers", "1000",
+                 "--out", str(tmp_path / "stream")]) == 0
+    res = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "stream").glob("*.parquet"))])
+    assert len(res) == df["task"].nunique()
+    np.testing.assert_array_equal(res.set_index("task")["label"].reindex(ref.labels_.index), ref.labels_)
+    assert main(["aggregate", str(folder), "--engine", "stream", "--method", "glad"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("task,label,confidence,p_0,p_1") and "glad (stream engine)" in out.err
+    assert main(["aggregate", str(folder), "--engine", "stream", "--method", "mace"]) == 2
+    assert "runs ccds, ds, glad" in capsys.readouterr().err
