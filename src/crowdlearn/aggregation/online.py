@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core import kernels
 from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
@@ -42,8 +43,9 @@ __all__ = ["StepwiseEM"]
 class StepwiseEM:
     """Mixin giving confusion-matrix aggregators ``partial_fit`` (see the module docstring).
 
-    The host class provides ``_log_confusions(counts, pseudo)`` (W x K x K ``[true,
-    answered]`` -> log confusions), ``_pseudo_counts(k, m)`` and ``prior_alpha``.
+    The host class provides ``_table_from_counts(counts, pseudo, backend)`` (soft counts in
+    the kernels' ``[w*K + answered, true]`` layout -> log confusions in the same layout: its
+    M-step), ``_pseudo_counts(k, m)``, ``prior_alpha`` and ``backend``.
     """
 
     def partial_fit(self, labels: Any, *, classes: Any = None, step_power: float = 1.0,
@@ -80,8 +82,8 @@ class StepwiseEM:
             cls = pd.Index(list(classes)) if classes is not None else first.classes
             k = len(cls)
             st = self._online = {
-                "classes": cls, "workers": pd.Index([]), "tasks": pd.Index([]),
-                "stat": np.zeros((0, k, k)), "prior_stat": np.full(k, 1.0 / k),
+                "classes": cls, "worker_ids": _IdCodes(), "task_ids": _IdCodes(),
+                "raw": np.zeros((0, k)), "scale": 1.0, "prior_stat": np.full(k, 1.0 / k),
                 "evidence": np.zeros((0, k)), "t": 0, "n_seen": 0,
                 "power": float(step_power), "offset": float(step_offset),
             }
@@ -89,55 +91,58 @@ class StepwiseEM:
         batch = self._online_batch(labels, st["classes"])
         if batch.n_labels == 0:
             return self
-        # global codes of the batch's workers and tasks (appended when new)
-        st["workers"] = st["workers"].append(batch.workers.difference(st["workers"], sort=False))
-        st["tasks"] = st["tasks"].append(batch.tasks.difference(st["tasks"], sort=False))
-        m = len(st["workers"])
-        st["stat"] = np.concatenate([st["stat"], np.zeros((m - len(st["stat"]), k, k))])
-        st["evidence"] = np.concatenate([st["evidence"], np.zeros((len(st["tasks"]) - len(st["evidence"]), k))])
-        w = st["workers"].get_indexer(batch.workers)[batch.worker]
-        t_global = st["tasks"].get_indexer(batch.tasks)
-        # a few EM rounds on the batch (incremental EM: each E-step uses the statistics the
-        # batch itself has just updated), so a batch also informs its own posteriors; a
-        # task's evidence from earlier batches enters its posterior
+        # global codes of the batch's workers and tasks (new ones appended), in work
+        # proportional to the batch (up to a log factor), not to the tasks seen so far
+        rows = st["worker_ids"].codes(batch.workers)  # global code of each batch worker
+        t_global = st["task_ids"].codes(batch.tasks)
+        st["raw"] = _grown(st["raw"], len(st["worker_ids"]) * k)
+        st["evidence"] = _grown(st["evidence"], len(st["task_ids"]))
+        # Statistics live in the kernels' layout, row ``w*K + answered``, column ``true``.
+        # Everything below touches only the batch's workers: the statistics of the others
+        # decay by (1 - eta) at every step, one shared factor ``scale`` (statistics = scale *
+        # raw), so their rows are not rewritten and their confusions are computed only when
+        # read (``confusions_``, ``predict_proba``).
         eta = 1.0 if st["t"] == 0 else (st["t"] + st["offset"]) ** (-st["power"])
-        cell = w.astype(np.int64) * k + batch.label
-        log_conf, log_prior = self._online_parameters(st, st["stat"], st["prior_stat"])
+        cells = (rows[:, None] * k + np.arange(k)).ravel()  # the batch workers' rows
+        old = st["scale"] * st["raw"][cells]  # (batch workers * K, K)
+        pseudo = self._online_pseudo(k, len(st["worker_ids"]), rows)
+        backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"] + batch.n_labels)
+        log_table = self._table_from_counts(np.ascontiguousarray(old * st["n_seen"]), pseudo, backend)
+        log_prior = self._online_log_prior(st["prior_stat"], st["n_seen"])
+        inc = batch.incidence()  # (batch tasks, batch workers * K): logits = inc @ log_table
         # workers without statistics yet have no confusion to score with (DS's pseudo-counts
         # alone would make them infallible): the first E-step leaves their answers out, and a
         # task left with no evidence at all starts from its vote shares, as batch EM does
-        known = st["stat"].sum(axis=(1, 2)) > 0
-        use = known[w]
+        known = np.repeat(old.reshape(batch.n_workers, k * k).sum(axis=1) > 0, k)
+        past = st["evidence"][t_global]
+        n_now = st["n_seen"] + batch.n_labels
+        stat, prior_stat = old, st["prior_stat"]
         for it in range(max(1, int(inner_iter))):
-            ans = log_conf[w, :, batch.label]  # (n, K)
-            wt = use if it == 0 else np.ones(batch.n_labels, dtype=bool)
-            batch_ev = np.column_stack([np.bincount(batch.task, weights=np.where(wt, ans[:, c], 0.0),
-                                                    minlength=batch.n_tasks) for c in range(k)])
-            logit = log_prior + st["evidence"][t_global] + batch_ev
-            post = np.exp(logit - logit.max(axis=1, keepdims=True))
-            post /= post.sum(axis=1, keepdims=True)
+            logit = inc @ (log_table if it else np.where(known[:, None], log_table, 0.0))
+            logit += log_prior
+            logit += past
+            post = _row_softmax(logit)
             if it == 0:
-                blind = (np.bincount(batch.task, weights=wt, minlength=batch.n_tasks) == 0) & (
-                    np.abs(st["evidence"][t_global]).sum(axis=1) == 0)
+                blind = ((inc @ known.astype(np.float64)) == 0) & (np.abs(past).sum(axis=1) == 0)
                 post[blind] = vote_fractions(batch)[blind]
-            counts = np.column_stack([np.bincount(cell, weights=post[batch.task, c], minlength=m * k)
-                                      for c in range(k)])
-            s_hat = counts.reshape(m, k, k).transpose(0, 2, 1) / batch.n_labels  # [w, true, answered]
-            stat = (1.0 - eta) * st["stat"] + eta * s_hat
+            stat = (1.0 - eta) * old + (eta / batch.n_labels) * (inc.T @ post)
             prior_stat = (1.0 - eta) * st["prior_stat"] + eta * post.mean(axis=0)
-            log_conf, log_prior = self._online_parameters(st, stat, prior_stat, st["n_seen"] + batch.n_labels)
+            log_table = self._table_from_counts(np.ascontiguousarray(stat * n_now), pseudo, backend)
+            log_prior = self._online_log_prior(prior_stat, n_now)
         # the evidence stored per task is frozen once written, so it is scored with
         # Laplace-smoothed confusions (one more pseudo-count per cell): a cell the model of
         # the moment calls impossible must not veto a class for good
-        n_now = st["n_seen"] + batch.n_labels
-        frozen = self._log_confusions(np.ascontiguousarray(stat * n_now + 1.0), self._pseudo_counts(k, m))
-        ans = frozen[w, :, batch.label]
-        batch_ev = np.column_stack([np.bincount(batch.task, weights=ans[:, c], minlength=batch.n_tasks)
-                                    for c in range(k)])
-        st["stat"], st["prior_stat"] = stat, prior_stat
-        st["evidence"][t_global] += batch_ev
+        frozen = self._table_from_counts(np.ascontiguousarray(stat * n_now + 1.0), pseudo, backend)
+        # commit: every row decays (the shared scale), the batch's rows take their new values
+        scale = st["scale"] * (1.0 - eta)
+        if scale < 1e-150:  # fold the scale into the rows before it underflows (eta = 1: all new)
+            st["raw"] *= scale
+            scale = 1.0
+        st["raw"][cells] = stat / scale
+        st["scale"], st["prior_stat"] = scale, prior_stat
+        st["evidence"][t_global] += inc @ frozen
         st["t"] += 1
-        st["n_seen"] += batch.n_labels
+        st["n_seen"] = n_now
         self._online_publish(st)
         return self
 
@@ -156,31 +161,130 @@ class StepwiseEM:
             data = CrowdLabels.from_frame(frame, classes=list(classes))
         return data
 
-    def _online_parameters(self, st: dict, stat: np.ndarray, prior_stat: np.ndarray,
-                           n_seen: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """M-step of the batch method on the statistics scaled to ``n_seen`` answers."""
-        k, m = len(st["classes"]), len(st["workers"])
-        n_seen = st["n_seen"] if n_seen is None else n_seen
-        counts = stat * n_seen
-        log_conf = self._log_confusions(np.ascontiguousarray(counts), self._pseudo_counts(k, m))
+    def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """The host's pseudo-counts, restricted to ``rows`` when they are per worker."""
+        pseudo = self._pseudo_counts(k, m)
+        return pseudo[rows] if pseudo.ndim == 3 and rows is not None else pseudo
+
+    def _online_log_prior(self, prior_stat: np.ndarray, n_seen: int) -> np.ndarray:
         prior = prior_stat * max(n_seen, 1) + self.prior_alpha
-        return log_conf, np.log(prior / prior.sum())
+        return np.log(prior / prior.sum())
 
     def _online_publish(self, st: dict) -> None:
-        k, m = len(st["classes"]), len(st["workers"])
-        log_conf, log_prior = self._online_parameters(st, st["stat"], st["prior_stat"])
-        self._log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
-        self._log_prior = log_prior
+        """The class prior as a fitted attribute; the worker model (``confusions_``,
+        ``skills_``, ``workers_``) and the per-task results (``tasks_``, ``probas_``,
+        ``labels_``, ``label_codes_``) are computed when first read (:meth:`__getattr__`), so
+        a stream of batches pays per batch only for the batch's own workers and tasks."""
+        self._log_prior = self._online_log_prior(st["prior_stat"], st["n_seen"])
+        self.priors_ = pd.Series(np.exp(self._log_prior), index=st["classes"], name="prior")
+        self.classes_ = st["classes"]
+        self.history_, self.n_iter_, self.converged_ = [], st["t"], False
+        for name in _WORKER_MODEL + _TASK_RESULTS:
+            self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str):
+        # only reached when normal lookup fails: the per-task results of the last partial_fit
+        if name in _TASK_RESULTS or name in _WORKER_MODEL:
+            st = self.__dict__.get("_online")
+            if st is not None:
+                if name in _WORKER_MODEL:
+                    self._online_worker_model(st)
+                else:
+                    self._online_task_results(st)
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _online_worker_model(self, st: dict) -> None:
+        k, m = len(st["classes"]), len(st["worker_ids"])
+        counts = st["scale"] * st["raw"][:m * k] * st["n_seen"]
+        backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"])
+        self._log_table = self._table_from_counts(np.ascontiguousarray(counts), self._online_pseudo(k, m), backend)
         self.confusions_ = confusions_from_log_table(self._log_table, m)
-        prior = np.exp(log_prior)
-        self.priors_ = pd.Series(prior, index=st["classes"], name="prior")
-        self.skills_ = pd.Series(expected_skills(self.confusions_, prior), index=st["workers"], name="skill")
-        self.tasks_, self.workers_, self.classes_ = st["tasks"], st["workers"], st["classes"]
-        logit = log_prior + st["evidence"]
+        self.workers_ = st["worker_ids"].index().rename("worker")
+        self.skills_ = pd.Series(expected_skills(self.confusions_, np.exp(self._log_prior)),
+                                 index=self.workers_, name="skill")
+
+    def _online_task_results(self, st: dict) -> None:
+        tasks = st["task_ids"].index().rename("task")
+        logit = self._log_prior + st["evidence"][:len(tasks)]
         post = np.exp(logit - logit.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)
-        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)), st["tasks"])
+        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)), tasks)
+        self.tasks_ = tasks
         self.label_codes_ = codes
-        self.probas_ = pd.DataFrame(post, index=st["tasks"], columns=st["classes"])
-        self.labels_ = pd.Series(st["classes"].take(codes), index=st["tasks"], name="label")
-        self.history_, self.n_iter_, self.converged_ = [], st["t"], False
+        self.probas_ = pd.DataFrame(post, index=tasks, columns=st["classes"])
+        self.labels_ = pd.Series(st["classes"].take(codes), index=tasks, name="label")
+
+
+#: fitted attributes of a partial fit computed on first read
+_TASK_RESULTS = ("tasks_", "probas_", "labels_", "label_codes_")
+_WORKER_MODEL = ("confusions_", "skills_", "workers_", "_log_table")
+
+
+class _IdCodes:
+    """Ids -> codes in order of first appearance, grown batch by batch.
+
+    A Python dict costs a cache miss per lookup once it holds millions of ids (60 ms per
+    10^5 lookups at 2 x 10^6 tasks); a pandas Index looks up 15x faster but is rebuilt from
+    scratch when appended to.  So the ids are kept in segments, each a hashed Index holding
+    a contiguous range of codes, merged like a binary counter (a segment is merged into the
+    one before it once it is half as large, and the newest two whenever there are more than
+    :attr:`MAX_SEGMENTS`): a handful of segments to look in, and each id re-hashed a few
+    times over the whole stream.
+    """
+
+    #: segments to look in at most (the newest are merged first when there are more)
+    MAX_SEGMENTS = 6
+
+    def __init__(self) -> None:
+        self.segments: list[tuple[pd.Index, int]] = []  # (ids, code of the first)
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def index(self) -> pd.Index:
+        if not self.segments:
+            return pd.Index([])
+        return self.segments[0][0].append([seg for seg, _ in self.segments[1:]])
+
+    def codes(self, ids: pd.Index) -> np.ndarray:
+        """Codes of the distinct ``ids``, new ones appended."""
+        found = np.full(len(ids), -1, dtype=np.int64)
+        for seg, start in self.segments:
+            pos = seg.get_indexer(ids)
+            hit = pos >= 0
+            found[hit] = start + pos[hit]
+        new = np.flatnonzero(found < 0)
+        if new.size:
+            found[new] = np.arange(self.size, self.size + new.size)
+            self.segments.append((ids[new], self.size))
+            self.size += new.size
+            while len(self.segments) > 1 and (len(self.segments) > self.MAX_SEGMENTS or
+                                              len(self.segments[-2][0]) <= 2 * len(self.segments[-1][0])):
+                (a, start), (b, _) = self.segments[-2], self.segments[-1]
+                self.segments[-2:] = [(a.append(b), start)]
+        return found
+
+
+def _row_softmax(logit: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of a (n, K) array, reducing column by column: numpy's ``axis=1``
+    reductions over a handful of classes are twice as slow as K whole-column passes."""
+    top = logit[:, 0].copy()
+    for c in range(1, logit.shape[1]):
+        np.maximum(top, logit[:, c], out=top)
+    post = np.exp(logit - top[:, None])
+    total = post[:, 0].copy()
+    for c in range(1, logit.shape[1]):
+        total += post[:, c]
+    post /= total[:, None]
+    return post
+
+
+def _grown(rows: np.ndarray, n: int) -> np.ndarray:
+    """``rows`` with at least ``n`` rows, new ones zero; capacity doubles (amortised O(1))."""
+    if n <= len(rows):
+        return rows
+    out = np.zeros((max(n, 2 * len(rows)),) + rows.shape[1:])
+    out[:len(rows)] = rows
+    return out
