@@ -1,10 +1,10 @@
-"""Online (stepwise) EM: DawidSkene.partial_fit."""
+"""Online (stepwise) EM: DawidSkene.partial_fit (and its variants), GLAD.partial_fit."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from crowdlearn import DawidSkene, OneCoinDawidSkene, simulate
+from crowdlearn import GLAD, DawidSkene, OneCoinDawidSkene, simulate
 from crowdlearn.registry import get_method
 
 
@@ -73,3 +73,48 @@ def test_variants_inherit_it_and_bad_input_is_refused():
     # a batch fit afterwards starts afresh
     ds = DawidSkene().partial_fit(data).fit(data)
     assert "_online" not in ds.__dict__
+
+
+def test_glad_online_tracks_the_batch_fit():
+    """GLAD's stepwise EM on its IRLS surrogate: one pass close to the batch fit, abilities
+    ordered like the planted accuracies, more passes move it toward batch GLAD."""
+    data = simulate.dawid_skene(1500, 30, 3, labels_per_task=5, accuracy=(0.45, 0.9), seed=4)
+    truth = data.classes.take(data.truth)
+    batch_est = GLAD().fit(data)
+    batch = np.mean(batch_est.labels_.to_numpy() == truth)
+    est = GLAD()
+    for b in _batches(data, 10):
+        est.partial_fit(b, classes=list(data.classes))
+    streamed = np.mean(est.labels_.reindex(data.tasks).to_numpy() == truth)
+    assert streamed >= batch - 0.03
+    assert np.isfinite(est.probas_.to_numpy()).all() and len(est.labels_) == data.n_tasks
+    # abilities: one pass leaves them shrunk toward the prior (early batches' surrogates are
+    # centred on early estimates); more passes move them toward the batch fit's
+    skills = est.skills_.reindex(batch_est.skills_.index)
+    corr1 = np.corrcoef(skills, batch_est.skills_)[0, 1]
+    gap1 = np.abs(skills - batch_est.skills_).mean()
+    assert corr1 > 0.4
+    for rep in range(1, 4):
+        for b in _batches(data, 10, seed=rep):
+            est.partial_fit(b)
+    skills = est.skills_.reindex(batch_est.skills_.index)
+    assert np.corrcoef(skills, batch_est.skills_)[0, 1] > max(corr1, 0.8)
+    assert np.abs(skills - batch_est.skills_).mean() < gap1
+    assert est.predict_proba(data).shape == (data.n_tasks, 3)
+    assert est.difficulties_.index.equals(est.tasks_) and (est.difficulties_ > 0).all()
+
+
+def test_glad_online_state_is_bounded_and_a_batch_fit_starts_afresh():
+    data = simulate.dawid_skene(300, 10, 2, labels_per_task=4, seed=5)
+    est = GLAD()
+    shapes = []
+    for rep in range(3):
+        for b in _batches(data, 5, seed=rep):
+            est.partial_fit(b, classes=list(data.classes))
+        st = est._online
+        shapes.append((st["raw"].shape, st["task_stat"].shape, st["evidence"].shape))
+    assert shapes[0] == shapes[1] == shapes[2]
+    est.fit(data)
+    assert "_online" not in est.__dict__ and len(est.difficulties_) == data.n_tasks
+    with pytest.raises(ValueError, match="step_power"):
+        GLAD().partial_fit(data, step_power=1.5)

@@ -141,7 +141,6 @@ class DawidSkene(StepwiseEM, ConfusionAggregator):
     def fit(self, labels: Any, *, gold: Any = None, init: Any = None, confusion_prior: Any = None,
             verbose: bool | None = None, callback: Any = None):
         self._confusion_prior = None if confusion_prior is None else np.asarray(confusion_prior, float)
-        self.__dict__.pop("_online", None)  # a batch fit starts afresh after any partial_fit
         try:
             return super().fit(labels, gold=gold, init=init, verbose=verbose, callback=callback)
         finally:

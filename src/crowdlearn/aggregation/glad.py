@@ -44,6 +44,7 @@ from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
+from .online import TASK_RESULTS, OnlineState, row_softmax
 
 __all__ = ["GLAD", "coin_estep", "newton_block", "softplus", "LOG_BETA_BOUND"]
 
@@ -128,7 +129,7 @@ def coin_estep(
     return post, float(lse.sum())
 
 
-class GLAD(BaseAggregator):
+class GLAD(OnlineState, BaseAggregator):
     """GLAD: worker ability times task easiness decides the chance of a right answer.
 
     Parameters
@@ -308,6 +309,132 @@ class GLAD(BaseAggregator):
             if max(moved_a, moved_b) < 1e-6:
                 break
         return alpha, log_beta, x, sp
+
+    # -------------------------------------------------------------- online
+    _online_lazy = {**TASK_RESULTS, **{name: "_online_worker_model" for name in ("skills_", "workers_", "_alpha")},
+                    **{name: "_online_difficulties" for name in ("difficulties_", "_log_beta")}}
+
+    def partial_fit(self, labels, *, classes=None, step_power: float = 1.0, step_offset: float = 4.0,
+                    inner_iter: int = 5) -> "GLAD":
+        """Update the model with one batch of answers: stepwise EM (new tasks and workers allowed).
+
+        GLAD's M-step has no closed form, so the statistics kept are those of its
+        Gauss-Newton (IRLS) surrogate, which are sums over answers: per worker
+        ``H_w = sum_i h_i`` and ``Z_w = sum_i (h_i alpha_w + g_i)`` with ``g_i``, ``h_i`` the
+        gradient and curvature of answer ``i``'s expected log-likelihood in ``alpha_w``
+        (``g_i = (p_i - s_i) beta``, ``h_i = s_i (1 - s_i) beta^2``, ``s_i = sigmoid(x_i)``).
+        They are averaged per answer by stepwise EM exactly as Dawid-Skene's counts are
+        (:mod:`crowdlearn.aggregation.online`: ``s_t = (1 - eta_t) s_{t-1} + eta_t s_hat``), and
+        the abilities are the surrogate's maximiser with the Gaussian prior,
+        ``alpha_w = (N Z_w + mu / var) / (N H_w + 1 / var)`` (``N`` answers seen).  A task's
+        ``log beta`` is fitted the same way from its own answers, whose surrogate sums are
+        kept per task (a task is not averaged over the stream: its sums are exact).  State:
+        two numbers per worker, two plus K per task; never the answers.
+
+        Parameters are those of :meth:`DawidSkene.partial_fit
+        <crowdlearn.aggregation.online.StepwiseEM.partial_fit>` (same defaults, set on
+        simulated crowds).  After each call ``probas_``/``labels_`` cover every task seen.
+        """
+        self._check_params()
+        st = self._online_start(labels, classes, step_power, step_offset)
+        k = len(st["classes"])
+        batch = self._online_batch(labels, st["classes"])
+        if batch.n_labels == 0:
+            return self
+        rows, t_global, eta = self._online_codes(st, batch, width=1, columns=2)
+        if "task_stat" not in st:
+            st["task_stat"] = np.zeros((0, 2))
+        n_tasks = len(st["task_ids"])
+        if len(st["task_stat"]) < n_tasks:  # same capacity as the evidence
+            grown = np.zeros((len(st["evidence"]), 2))
+            grown[:len(st["task_stat"])] = st["task_stat"]
+            st["task_stat"] = grown
+        mu_a, var_a = float(self.alpha_prior_mean), float(self.alpha_prior_var)
+        mu_b, var_b = float(self.log_beta_prior_mean), float(self.log_beta_prior_var)
+        old = st["scale"] * st["raw"][rows]  # (batch workers, 2): per-answer H, Z
+        past_task = st["task_stat"][t_global]
+        n_now = st["n_seen"] + batch.n_labels
+        alpha = self._online_alpha(old, st["n_seen"], mu_a, var_a)
+        log_beta = self._online_log_beta(past_task, mu_b, var_b)
+        log_prior = self._online_log_prior(st["prior_stat"], st["n_seen"], k)
+        task = batch.task.astype(np.intp)
+        worker = batch.worker.astype(np.intp)
+        cell = task * k + batch.label
+        past = st["evidence"][t_global]
+        c = np.log(k - 1) if k > 1 else 0.0
+        stat, prior_stat, task_new = old, st["prior_stat"], past_task
+        for _ in range(max(1, int(inner_iter))):
+            beta_t = np.exp(log_beta)[task]
+            x = alpha[worker] * beta_t
+            sp = softplus(x)
+            logit = np.bincount(cell, weights=x + c, minlength=batch.n_tasks * k).reshape(batch.n_tasks, k)
+            logit += np.bincount(task, weights=-sp - c, minlength=batch.n_tasks)[:, None]
+            post = row_softmax(logit + log_prior + past)
+            # the surrogate's sums for the abilities at the current point
+            p = post.ravel()[cell]
+            sig = np.exp(x - sp)
+            h = sig * (1.0 - sig) * beta_t * beta_t
+            z = h * alpha[worker] + (p - sig) * beta_t
+            s_hat = np.column_stack([np.bincount(worker, weights=h, minlength=batch.n_workers),
+                                     np.bincount(worker, weights=z, minlength=batch.n_workers)]) / batch.n_labels
+            stat = (1.0 - eta) * old + eta * s_hat
+            prior_stat = (1.0 - eta) * st["prior_stat"] + eta * post.mean(axis=0)
+            alpha = self._online_alpha(stat, n_now, mu_a, var_a)
+            log_prior = self._online_log_prior(prior_stat, n_now, k)
+            # and for each task's log beta, at the new abilities: its past sums plus this batch's
+            x = alpha[worker] * beta_t
+            sig = np.exp(x - softplus(x))
+            h_u = sig * (1.0 - sig) * x * x
+            z_u = h_u * log_beta[task] + (p - sig) * x
+            task_new = past_task + np.column_stack([np.bincount(task, weights=h_u, minlength=batch.n_tasks),
+                                                    np.bincount(task, weights=z_u, minlength=batch.n_tasks)])
+            log_beta = self._online_log_beta(task_new, mu_b, var_b)
+        # each task's evidence is frozen with the parameters the batch ended with
+        x = alpha[worker] * np.exp(log_beta)[task]
+        sp = softplus(x)
+        ev = np.bincount(cell, weights=x + c, minlength=batch.n_tasks * k).reshape(batch.n_tasks, k)
+        ev += np.bincount(task, weights=-sp - c, minlength=batch.n_tasks)[:, None]
+        self._online_commit(st, rows, stat, eta)
+        st["prior_stat"] = prior_stat
+        st["task_stat"][t_global] = task_new
+        st["evidence"][t_global] += ev
+        st["t"] += 1
+        st["n_seen"] = n_now
+        self._log_prior = self._online_log_prior(prior_stat, n_now, k)
+        self.priors_ = pd.Series(np.exp(self._log_prior), index=st["classes"], name="prior")
+        self.classes_ = st["classes"]
+        self.history_, self.n_iter_, self.converged_ = [], st["t"], False
+        self._online_forget()
+        return self
+
+    @staticmethod
+    def _online_alpha(stat: np.ndarray, n_seen: int, mu: float, var: float) -> np.ndarray:
+        """Abilities maximising the stepwise surrogate plus the Gaussian prior."""
+        return (n_seen * stat[:, 1] + mu / var) / (n_seen * stat[:, 0] + 1.0 / var)
+
+    @staticmethod
+    def _online_log_beta(task_stat: np.ndarray, mu: float, var: float) -> np.ndarray:
+        return np.clip((task_stat[:, 1] + mu / var) / (task_stat[:, 0] + 1.0 / var), -LOG_BETA_BOUND, LOG_BETA_BOUND)
+
+    def _online_log_prior(self, prior_stat: np.ndarray, n_seen: int, k: int) -> np.ndarray:
+        if not self.fit_priors:
+            return np.full(k, -np.log(k))
+        prior = prior_stat * max(n_seen, 1) + self.prior_alpha
+        return np.log(prior / prior.sum())
+
+    def _online_worker_model(self, st: dict) -> None:
+        m = len(st["worker_ids"])
+        self._alpha = self._online_alpha(st["scale"] * st["raw"][:m], st["n_seen"],
+                                         float(self.alpha_prior_mean), float(self.alpha_prior_var))
+        self.workers_ = st["worker_ids"].index().rename("worker")
+        self.skills_ = pd.Series(self._alpha, index=self.workers_, name="skill")
+
+    def _online_difficulties(self, st: dict) -> None:
+        n = len(st["task_ids"])
+        self._log_beta = self._online_log_beta(st["task_stat"][:n], float(self.log_beta_prior_mean),
+                                               float(self.log_beta_prior_var))
+        self.difficulties_ = pd.Series(np.exp(self._log_beta), index=st["task_ids"].index().rename("task"),
+                                       name="beta")
 
     # ------------------------------------------------------------- predict
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:

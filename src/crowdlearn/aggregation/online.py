@@ -37,10 +37,116 @@ from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
 
-__all__ = ["StepwiseEM"]
+__all__ = ["StepwiseEM", "OnlineState", "IdCodes", "TASK_RESULTS", "grown_rows", "row_softmax"]
 
 
-class StepwiseEM:
+class OnlineState:
+    """What every ``partial_fit`` shares: the stream's state, ids coded batch by batch, the
+    per-task evidence, the shared decay of per-worker statistics, and fitted attributes
+    computed on first read.
+
+    The state (``self._online``) holds ``classes``, ``worker_ids`` and ``task_ids``
+    (:class:`IdCodes`), ``raw`` per-worker statistics (row blocks of ``width`` rows per
+    worker) with their shared ``scale``, ``evidence`` (tasks x K: the frozen log-likelihood
+    of each task's answers), ``prior_stat``, ``t`` and ``n_seen``.  A host lists in
+    ``_online_lazy`` which fitted attributes are computed on read, and by which method.
+    """
+
+    #: fitted attribute -> name of the method (taking the state) that sets it on read
+    _online_lazy: dict[str, str] = {}
+
+    def fit(self, labels: Any, **kwargs: Any):
+        self.__dict__.pop("_online", None)  # a batch fit starts afresh after any partial_fit
+        return super().fit(labels, **kwargs)
+
+    def _online_start(self, labels: Any, classes: Any, step_power: float, step_offset: float) -> dict:
+        """The state of this stream, created at the first call."""
+        st = self.__dict__.get("_online")
+        if st is not None:
+            return st
+        if not 0.5 < step_power <= 1.0:
+            raise ValueError(f"step_power must lie in (0.5, 1], got {step_power!r}")
+        if step_offset < 1.0:
+            raise ValueError(f"step_offset must be >= 1, got {step_offset!r}")
+        cls = pd.Index(list(classes)) if classes is not None else as_crowd_labels(labels).classes
+        k = len(cls)
+        st = self._online = {
+            "classes": cls, "worker_ids": IdCodes(), "task_ids": IdCodes(),
+            "raw": None, "scale": 1.0, "prior_stat": np.full(k, 1.0 / k),
+            "evidence": np.zeros((0, k)), "t": 0, "n_seen": 0,
+            "power": float(step_power), "offset": float(step_offset),
+        }
+        return st
+
+    def _online_codes(self, st: dict, batch: CrowdLabels, width: int, columns: int):
+        """Global codes of the batch's workers and tasks (new ones appended, in work
+        proportional to the batch up to a log factor, not to the tasks seen so far), with
+        the state's arrays grown to hold them; and the step size of this batch."""
+        rows = st["worker_ids"].codes(batch.workers)
+        t_global = st["task_ids"].codes(batch.tasks)
+        if st["raw"] is None:
+            st["raw"] = np.zeros((0, columns))
+        st["raw"] = grown_rows(st["raw"], len(st["worker_ids"]) * width)
+        st["evidence"] = grown_rows(st["evidence"], len(st["task_ids"]))
+        eta = 1.0 if st["t"] == 0 else (st["t"] + st["offset"]) ** (-st["power"])
+        return rows, t_global, eta
+
+    @staticmethod
+    def _online_commit(st: dict, cells: np.ndarray, values: np.ndarray, eta: float) -> None:
+        """Every worker's statistics decay by ``1 - eta`` (the shared scale, so untouched
+        rows are not rewritten); the rows ``cells`` take their new ``values``."""
+        scale = st["scale"] * (1.0 - eta)
+        if scale < 1e-150:  # fold the scale into the rows before it underflows (eta = 1: all new)
+            st["raw"] *= scale
+            scale = 1.0
+        st["raw"][cells] = values / scale
+        st["scale"] = scale
+
+    def _online_forget(self) -> None:
+        """Drop the lazily computed attributes: the next read recomputes them."""
+        for name in type(self)._online_lazy:
+            self.__dict__.pop(name, None)
+
+    def __getattr__(self, name: str):
+        # only reached when normal lookup fails: an attribute of the last partial_fit
+        builder = type(self)._online_lazy.get(name)
+        if builder is not None:
+            st = self.__dict__.get("_online")
+            if st is not None:
+                getattr(self, builder)(st)
+                return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _online_task_results(self, st: dict) -> None:
+        """``tasks_``, ``probas_``, ``labels_``, ``label_codes_`` from the accumulated evidence."""
+        tasks = st["task_ids"].index().rename("task")
+        post = row_softmax(self._log_prior + st["evidence"][:len(tasks)])
+        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)), tasks)
+        self.tasks_ = tasks
+        self.label_codes_ = codes
+        self.probas_ = pd.DataFrame(post, index=tasks, columns=st["classes"])
+        self.labels_ = pd.Series(st["classes"].take(codes), index=tasks, name="label")
+
+    @staticmethod
+    def _online_batch(labels: Any, classes: pd.Index) -> CrowdLabels:
+        data = as_crowd_labels(labels)
+        unknown = data.classes.difference(classes)
+        if len(unknown):
+            raise ValueError(
+                f"partial_fit: class {unknown[0]!r} is not among the classes fixed at the first call "
+                f"({list(classes)}); pass classes= to the first partial_fit"
+            )
+        if not data.classes.equals(classes):  # recode onto the fixed class order
+            frame = data.to_frame()
+            data = CrowdLabels.from_frame(frame, classes=list(classes))
+        return data
+
+
+#: fitted attributes of a partial fit computed on first read, shared by every host
+TASK_RESULTS = {name: "_online_task_results" for name in ("tasks_", "probas_", "labels_", "label_codes_")}
+
+
+class StepwiseEM(OnlineState):
     """Mixin giving confusion-matrix aggregators ``partial_fit`` (see the module docstring).
 
     The host class provides ``_table_from_counts(counts, pseudo, backend)`` (soft counts in
@@ -72,37 +178,17 @@ class StepwiseEM:
         accumulated evidence), and ``confusions_``, ``priors_``, ``skills_`` and
         ``predict_proba`` the current worker model.
         """
-        st = self.__dict__.get("_online")
-        if st is None:
-            if not 0.5 < step_power <= 1.0:
-                raise ValueError(f"step_power must lie in (0.5, 1], got {step_power!r}")
-            if step_offset < 1.0:
-                raise ValueError(f"step_offset must be >= 1, got {step_offset!r}")
-            first = as_crowd_labels(labels) if classes is None else None
-            cls = pd.Index(list(classes)) if classes is not None else first.classes
-            k = len(cls)
-            st = self._online = {
-                "classes": cls, "worker_ids": _IdCodes(), "task_ids": _IdCodes(),
-                "raw": np.zeros((0, k)), "scale": 1.0, "prior_stat": np.full(k, 1.0 / k),
-                "evidence": np.zeros((0, k)), "t": 0, "n_seen": 0,
-                "power": float(step_power), "offset": float(step_offset),
-            }
+        st = self._online_start(labels, classes, step_power, step_offset)
         k = len(st["classes"])
         batch = self._online_batch(labels, st["classes"])
         if batch.n_labels == 0:
             return self
-        # global codes of the batch's workers and tasks (new ones appended), in work
-        # proportional to the batch (up to a log factor), not to the tasks seen so far
-        rows = st["worker_ids"].codes(batch.workers)  # global code of each batch worker
-        t_global = st["task_ids"].codes(batch.tasks)
-        st["raw"] = _grown(st["raw"], len(st["worker_ids"]) * k)
-        st["evidence"] = _grown(st["evidence"], len(st["task_ids"]))
+        rows, t_global, eta = self._online_codes(st, batch, width=k, columns=k)
         # Statistics live in the kernels' layout, row ``w*K + answered``, column ``true``.
         # Everything below touches only the batch's workers: the statistics of the others
         # decay by (1 - eta) at every step, one shared factor ``scale`` (statistics = scale *
         # raw), so their rows are not rewritten and their confusions are computed only when
         # read (``confusions_``, ``predict_proba``).
-        eta = 1.0 if st["t"] == 0 else (st["t"] + st["offset"]) ** (-st["power"])
         cells = (rows[:, None] * k + np.arange(k)).ravel()  # the batch workers' rows
         old = st["scale"] * st["raw"][cells]  # (batch workers * K, K)
         pseudo = self._online_pseudo(k, len(st["worker_ids"]), rows)
@@ -121,7 +207,7 @@ class StepwiseEM:
             logit = inc @ (log_table if it else np.where(known[:, None], log_table, 0.0))
             logit += log_prior
             logit += past
-            post = _row_softmax(logit)
+            post = row_softmax(logit)
             if it == 0:
                 blind = ((inc @ known.astype(np.float64)) == 0) & (np.abs(past).sum(axis=1) == 0)
                 post[blind] = vote_fractions(batch)[blind]
@@ -133,13 +219,8 @@ class StepwiseEM:
         # Laplace-smoothed confusions (one more pseudo-count per cell): a cell the model of
         # the moment calls impossible must not veto a class for good
         frozen = self._table_from_counts(np.ascontiguousarray(stat * n_now + 1.0), pseudo, backend)
-        # commit: every row decays (the shared scale), the batch's rows take their new values
-        scale = st["scale"] * (1.0 - eta)
-        if scale < 1e-150:  # fold the scale into the rows before it underflows (eta = 1: all new)
-            st["raw"] *= scale
-            scale = 1.0
-        st["raw"][cells] = stat / scale
-        st["scale"], st["prior_stat"] = scale, prior_stat
+        self._online_commit(st, cells, stat, eta)
+        st["prior_stat"] = prior_stat
         st["evidence"][t_global] += inc @ frozen
         st["t"] += 1
         st["n_seen"] = n_now
@@ -147,20 +228,6 @@ class StepwiseEM:
         return self
 
     # ---------------------------------------------------------------- helpers
-    @staticmethod
-    def _online_batch(labels: Any, classes: pd.Index) -> CrowdLabels:
-        data = as_crowd_labels(labels)
-        unknown = data.classes.difference(classes)
-        if len(unknown):
-            raise ValueError(
-                f"partial_fit: class {unknown[0]!r} is not among the classes fixed at the first call "
-                f"({list(classes)}); pass classes= to the first partial_fit"
-            )
-        if not data.classes.equals(classes):  # recode onto the fixed class order
-            frame = data.to_frame()
-            data = CrowdLabels.from_frame(frame, classes=list(classes))
-        return data
-
     def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
         """The host's pseudo-counts, restricted to ``rows`` when they are per worker."""
         pseudo = self._pseudo_counts(k, m)
@@ -179,20 +246,7 @@ class StepwiseEM:
         self.priors_ = pd.Series(np.exp(self._log_prior), index=st["classes"], name="prior")
         self.classes_ = st["classes"]
         self.history_, self.n_iter_, self.converged_ = [], st["t"], False
-        for name in _WORKER_MODEL + _TASK_RESULTS:
-            self.__dict__.pop(name, None)
-
-    def __getattr__(self, name: str):
-        # only reached when normal lookup fails: the per-task results of the last partial_fit
-        if name in _TASK_RESULTS or name in _WORKER_MODEL:
-            st = self.__dict__.get("_online")
-            if st is not None:
-                if name in _WORKER_MODEL:
-                    self._online_worker_model(st)
-                else:
-                    self._online_task_results(st)
-                return self.__dict__[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._online_forget()
 
     def _online_worker_model(self, st: dict) -> None:
         k, m = len(st["classes"]), len(st["worker_ids"])
@@ -204,24 +258,11 @@ class StepwiseEM:
         self.skills_ = pd.Series(expected_skills(self.confusions_, np.exp(self._log_prior)),
                                  index=self.workers_, name="skill")
 
-    def _online_task_results(self, st: dict) -> None:
-        tasks = st["task_ids"].index().rename("task")
-        logit = self._log_prior + st["evidence"][:len(tasks)]
-        post = np.exp(logit - logit.max(axis=1, keepdims=True))
-        post /= post.sum(axis=1, keepdims=True)
-        codes = argmax_random_ties(post, resolve_random_state(getattr(self, "random_state", 0)), tasks)
-        self.tasks_ = tasks
-        self.label_codes_ = codes
-        self.probas_ = pd.DataFrame(post, index=tasks, columns=st["classes"])
-        self.labels_ = pd.Series(st["classes"].take(codes), index=tasks, name="label")
+    _online_lazy = {**TASK_RESULTS, **{name: "_online_worker_model" for name in
+                                       ("confusions_", "skills_", "workers_", "_log_table")}}
 
 
-#: fitted attributes of a partial fit computed on first read
-_TASK_RESULTS = ("tasks_", "probas_", "labels_", "label_codes_")
-_WORKER_MODEL = ("confusions_", "skills_", "workers_", "_log_table")
-
-
-class _IdCodes:
+class IdCodes:
     """Ids -> codes in order of first appearance, grown batch by batch.
 
     A Python dict costs a cache miss per lookup once it holds millions of ids (60 ms per
@@ -267,7 +308,7 @@ class _IdCodes:
         return found
 
 
-def _row_softmax(logit: np.ndarray) -> np.ndarray:
+def row_softmax(logit: np.ndarray) -> np.ndarray:
     """Row-wise softmax of a (n, K) array, reducing column by column: numpy's ``axis=1``
     reductions over a handful of classes are twice as slow as K whole-column passes."""
     top = logit[:, 0].copy()
@@ -281,7 +322,7 @@ def _row_softmax(logit: np.ndarray) -> np.ndarray:
     return post
 
 
-def _grown(rows: np.ndarray, n: int) -> np.ndarray:
+def grown_rows(rows: np.ndarray, n: int) -> np.ndarray:
     """``rows`` with at least ``n`` rows, new ones zero; capacity doubles (amortised O(1))."""
     if n <= len(rows):
         return rows

@@ -92,13 +92,13 @@ def collect_results(estimator, program: Program, frames: list[pd.DataFrame]) -> 
     if tasks.has_duplicates:  # an engine bug, never the user's: a task split across partitions
         raise RuntimeError(f"task {tasks[tasks.duplicated()][0]!r} came out of two partitions")
     classes = estimator.classes_
-    proba = frame[[f"p_{c}" for c in classes]].to_numpy()
+    p_cols = [f"p_{c}" for c in classes]
+    proba = frame[p_cols].to_numpy()
     estimator.tasks_ = tasks
     estimator.probas_ = pd.DataFrame(proba, index=tasks, columns=classes)
     estimator.labels_ = pd.Series(frame["label"].to_numpy(), index=tasks, name="label")
     estimator.label_codes_ = classes.get_indexer(estimator.labels_)
-    extra = [c for c in frame.columns if c not in ("task", "label", "confidence")
-             and not (isinstance(c, str) and c.startswith("p_") and c[2:] in set(map(str, classes)))]
+    extra = [c for c in frame.columns if c not in {"task", "label", "confidence", *p_cols}]
     program.collect({c: pd.Series(frame[c].to_numpy(), index=tasks) for c in extra})
     return frame
 
