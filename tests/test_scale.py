@@ -275,3 +275,18 @@ def test_cli_engines(tmp_path, capsys):
     assert out.out.startswith("task,label,confidence,p_0,p_1") and "glad (stream engine)" in out.err
     assert main(["aggregate", str(folder), "--engine", "stream", "--method", "mace"]) == 2
     assert "runs ccds, ds, glad" in capsys.readouterr().err
+
+
+def test_cli_dask_engine_with_a_local_cluster(tmp_path, capsys):
+    """`--engine dask --workers 2` starts (and closes) its own local cluster."""
+    from crowdlearn.cli import main
+
+    df = answers("bluebirds")
+    folder = write_files(df, tmp_path / "in")
+    assert main(["aggregate", str(folder), "--engine", "dask", "--workers", "2", "--out", str(tmp_path / "out")]) == 0
+    res = pd.concat([pd.read_parquet(p) for p in sorted((tmp_path / "out").glob("*.parquet"))])
+    ref = cl.DawidSkene().fit(df)
+    np.testing.assert_array_equal(res.set_index("task")["label"].reindex(ref.labels_.index), ref.labels_)
+    assert "ds (dask engine)" in capsys.readouterr().err
+    assert main(["aggregate", str(folder), "--engine", "dask", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "writes a folder" in capsys.readouterr().err

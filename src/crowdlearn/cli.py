@@ -229,6 +229,9 @@ def _aggregate_scaled(args, colmap: dict) -> int:
     est = _make_estimator(name, "classification", args.seed, _parse_params(args.param))
     columns = Columns(colmap["task"], colmap["worker"], colmap["label"])
     options = {"columns": columns, "classes": args.classes.split(",") if args.classes else None}
+    out = args.out
+    if out and args.engine == "dask" and Path(out).suffix:
+        raise UsageError(f"--engine dask writes a folder of Parquet files; --out {out} looks like a file")
     cluster = client = None
     try:
         if args.engine == "dask":
@@ -248,9 +251,6 @@ def _aggregate_scaled(args, colmap: dict) -> int:
             options["client"] = client
         else:
             options["chunk_answers"] = args.chunk_answers
-        out = args.out
-        if out and args.engine == "dask" and Path(out).suffix:
-            raise UsageError(f"--engine dask writes a folder of Parquet files; --out {out} looks like a file")
         _stage(args, f"fitting {name} with the {args.engine} engine")
         t0 = time.perf_counter()
         try:
