@@ -290,3 +290,15 @@ def test_cli_dask_engine_with_a_local_cluster(tmp_path, capsys):
     assert "ds (dask engine)" in capsys.readouterr().err
     assert main(["aggregate", str(folder), "--engine", "dask", "--out", str(tmp_path / "x.csv")]) == 2
     assert "writes a folder" in capsys.readouterr().err
+
+
+def test_given_classes_fix_the_order_and_refuse_other_labels(tmp_path):
+    df = answers("bluebirds")
+    folder = write_files(df, tmp_path / "in")
+    ref = cl.DawidSkene().fit(cl.CrowdLabels.from_frame(df, classes=[1, 0]))
+    est = cl.DawidSkene()
+    fit_stream(est, folder, classes=[1, 0], chunk_answers=2000)
+    assert list(est.classes_) == [1, 0]
+    assert_same_fit(est, ref)
+    with pytest.raises(ValueError, match="label 1 is not one of the given classes"):
+        fit_stream(cl.DawidSkene(), folder, classes=[0])

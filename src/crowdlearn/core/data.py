@@ -450,6 +450,7 @@ class CrowdLabels:
                     bad = label_codes < 0
             if bad.any():
                 first = labels_col.to_numpy()[bad][0]
+                first = first.item() if isinstance(first, np.generic) else first  # 1, not np.int64(1)
                 raise ValueError(
                     f"label {first!r} is not one of the given classes "
                     f"{list(class_index)[:10]} "

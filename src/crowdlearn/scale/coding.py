@@ -73,8 +73,12 @@ class Coding:
                 raise ValueError(f"missing value in the {what} column")
         if classes is not None:
             # from_frame's own class matching (given order, number spellings)
-            probe = CrowdLabels.from_frame(
-                pd.DataFrame({"task": 0, "worker": np.arange(len(raw)), "label": raw}), classes=classes)
+            class_list = list(classes)
+            try:
+                probe = CrowdLabels.from_frame(
+                    pd.DataFrame({"task": 0, "worker": np.arange(len(raw)), "label": raw}), classes=class_list)
+            except ValueError as exc:  # the label is named; the probe table's row is not the user's
+                raise ValueError(str(exc).split(" (row position")[0]) from None
             codes, class_index = probe.label[np.argsort(probe.worker)], probe.classes
         else:
             codes, class_index = class_codes(raw)
