@@ -254,7 +254,8 @@ def _aggregate_scaled(args, colmap: dict) -> int:
         _stage(args, f"fitting {name} with the {args.engine} engine")
         t0 = time.perf_counter()
         try:
-            result = fit(est, args.input, engine=args.engine, out=out, **options)
+            result = fit(est, args.input, engine=args.engine, out=out,
+                         on_stage=lambda text: _stage(args, text), **options)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         elapsed = time.perf_counter() - t0

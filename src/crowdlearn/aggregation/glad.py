@@ -332,8 +332,9 @@ class GLAD(OnlineState, BaseAggregator):
         two numbers per worker, two plus K per task; never the answers.
 
         Parameters are those of :meth:`DawidSkene.partial_fit
-        <crowdlearn.aggregation.online.StepwiseEM.partial_fit>` (same defaults, set on
-        simulated crowds).  After each call ``probas_``/``labels_`` cover every task seen.
+        <crowdlearn.aggregation.online.StepwiseEM.partial_fit>`, with its defaults: they
+        were tuned for Dawid-Skene on simulated crowds and not re-tuned for GLAD.  After each
+        call ``probas_``/``labels_`` cover every task seen.
         """
         self._check_params()
         st = self._online_start(labels, classes, step_power, step_offset)

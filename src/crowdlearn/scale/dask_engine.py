@@ -175,7 +175,7 @@ def _as_dask_frame(answers: Any, columns: Columns):
 
 def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns(), classes: Any = None,
              out: str | None = None, npartitions: int | None = None, verbose: bool | None = None,
-             callback: Any = None) -> pd.DataFrame | list[str]:
+             callback: Any = None, on_stage: Any = None) -> pd.DataFrame | list[str]:
     """Fit ``estimator`` on answers held by a Dask cluster.
 
     Parameters
@@ -200,8 +200,11 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
         Partitions after the shuffle on tasks (default: as many as the input has, and at
         least one per worker thread).  Each sends one ``W*K x K`` table per iteration to its
         worker's sum, so keep them at 10^6 answers or more on large crowds.
-    verbose, callback : as in ``fit``.
+    verbose, callback : as in ``fit`` (the iterations).
+    on_stage : callable, optional
+        Called with a line of text as each step of the set-up starts (the CLI prints it).
     """
+    stage = on_stage or (lambda text: None)
     import dask
     from distributed import get_client
 
@@ -211,6 +214,7 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     if missing:
         raise ValueError(f"missing column(s) {missing}; the answers have columns {list(ddf.columns)}")
     ddf = ddf[columns.names]
+    stage(f"coding the worker ids and labels of {ddf.npartitions} partition(s)")
     # the p2p shuffle moves Arrow tables, which refuse object columns of mixed types
     # (ids like 3 and "a"); the task-based shuffle pickles pandas frames and takes anything
     mixed = any(ddf[c].dtype == object for c in columns.names)
@@ -221,6 +225,7 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     if len(workers) == 0:
         raise ValueError("no crowd answers to aggregate")
     coding = Coding.from_values(workers, labels, classes)
+    stage(f"{coding.n_workers:,} workers, {coding.n_classes} classes: shuffling the answers by task")
     with dask.config.set(shuffle_config):
         # by default at least one partition per worker thread, so that every core works
         threads = sum(client.nthreads().values()) or 1
@@ -236,6 +241,7 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     del parts  # the blocks hold what the fit needs; the frames can go
     blocks = [b for b, n in zip(blocks, sizes) if n > 0]
     engine = DaskEngine(client, blocks)
+    stage(f"fitting {type(estimator).__name__} on {len(blocks)} partition(s)")
     program = fit_program(estimator, engine, coding, threads=1, verbose=verbose, callback=callback)
     frames = engine.outputs(program.output(), getattr(estimator, "random_state", 0))
     if out is not None:

@@ -209,7 +209,7 @@ class StreamEngine:
 def fit_stream(estimator, source: Any, *, columns: Columns = Columns(), classes: Any = None,
                out: str | os.PathLike | None = None, chunk_answers: int = CHUNK_ANSWERS,
                workdir: str | os.PathLike | None = None, verbose: bool | None = None,
-               callback: Any = None) -> pd.DataFrame | list[str]:
+               callback: Any = None, on_stage: Any = None) -> pd.DataFrame | list[str]:
     """Fit ``estimator`` on answer files too large for memory, one chunk at a time.
 
     Parameters
@@ -230,10 +230,15 @@ def fit_stream(estimator, source: Any, *, columns: Columns = Columns(), classes:
     workdir : path, optional
         Where the coded buckets go (default: a temporary folder, removed afterwards).
         They take about 12 bytes per answer.
+    verbose, callback : as in ``fit`` (the iterations).
+    on_stage : callable, optional
+        Called with a line of text as each pass over the files starts (the CLI prints it).
     """
+    stage = on_stage or (lambda text: None)
     if chunk_answers < 1:
         raise ValueError(f"chunk_answers must be positive, got {chunk_answers}")
     files = answer_files(source)
+    stage(f"reading the ids of {len(files)} file(s)")
     # pass 1: distinct workers and labels, and the number of answers
     workers, labels, n_answers = [], [], 0
     for _, chunk in read_chunks(files, columns, chunk_answers):
@@ -256,10 +261,14 @@ def fit_stream(estimator, source: Any, *, columns: Columns = Columns(), classes:
         folder.mkdir(parents=True, exist_ok=True)
     try:
         engine = StreamEngine(folder, n_buckets, coding)
+        stage(f"{n_answers:,} answers, {coding.n_workers:,} workers, {coding.n_classes} classes: "
+              f"hashing them into {n_buckets} bucket(s) under {folder}")
         engine.build(files, columns, chunk_answers)
+        stage(f"fitting {type(estimator).__name__}, one bucket at a time")
         threads = resolve_n_jobs(getattr(estimator, "n_jobs", None))
         program = fit_program(estimator, engine, coding, threads=threads, verbose=verbose, callback=callback)
         frames = engine.outputs(program.output(), getattr(estimator, "random_state", 0))
+        stage("writing the results" if out is not None else "gathering the results")
         if out is None:
             return collect_results(estimator, program, list(frames))
         return _write_all(frames, Path(out))
