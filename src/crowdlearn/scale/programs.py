@@ -20,10 +20,11 @@ functions), so an engine's fit differs from the in-memory one only in the order 
 partitions' statistics are summed: posteriors agree to rounding and labels are the same
 (ties are broken by task id, :func:`~crowdlearn.core.stats.argmax_random_ties`).
 
-Supported: ``mv``, ``wawa``, ``ds``, ``onecoin``, ``ccds`` (one program: the M-step is the
-estimator's own ``_table_from_counts``) and ``glad`` (its abilities take Newton steps on
-summed per-worker gradients; its task easiness is local to the partition and lives in the
-partition's state).
+Supported: ``mv`` and ``wawa`` (two passes); ``wmv`` (one round per refinement of the
+weights, the posteriors kept in the partitions); ``ds``, ``onecoin``, ``ccds`` (one program:
+the M-step is the estimator's own ``_table_from_counts``); and ``glad`` (its abilities take
+Newton steps on summed per-worker gradients; its task easiness is local to the partition and
+lives in the partition's state).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import pandas as pd
 
 from ..core import kernels
 from ..core.data import CrowdLabels
-from ..core.stats import agreement_with, confusions_from_log_table, expected_skills, split_ties, vote_fractions
+from ..core.stats import confusions_from_log_table, expected_skills, split_ties, vote_fractions, weighted_votes
 
 __all__ = ["Round", "Program", "combine", "program_for", "supported_methods"]
 
@@ -150,6 +151,69 @@ class WawaProgram(MajorityVoteProgram):
     """``wawa``: the vote weighted by each worker's agreement with the majority."""
 
     weighted = True
+
+
+# ------------------------------------------------------- weighted majority vote
+def _wmv_start(block: CrowdLabels, state: Any, params: Any) -> tuple[dict, dict]:
+    proba = vote_fractions(block)
+    n = np.bincount(block.worker, minlength=block.n_workers).astype(np.float64)
+    return {"proba": proba}, {"n": n, **_consensus_hits(block, proba)}
+
+
+def _consensus_hits(block: CrowdLabels, proba: np.ndarray) -> dict:
+    consensus = split_ties(proba)
+    return {"hits": np.bincount(block.worker, weights=consensus[block.task, block.label], minlength=block.n_workers)}
+
+
+def _wmv_update(block: CrowdLabels, state: dict, weights: np.ndarray) -> tuple[dict, dict]:
+    """The weighted vote's posteriors, whether any moved (``np.allclose`` as in memory), and
+    the next round's agreement counts."""
+    from scipy.special import softmax
+
+    new = softmax(weighted_votes(block, weights), axis=1)
+    moved = float(not np.allclose(new, state["proba"], atol=1e-10))
+    return {"proba": new}, {"max_moved": np.array([moved]), **_consensus_hits(block, new)}
+
+
+def _wmv_output(block: CrowdLabels, state: dict, params: Any):
+    if params is not None:  # fixed weights
+        return state, (vote_fractions(block, params), {})
+    return state, (state["proba"], {})
+
+
+class WeightedMajorityVoteProgram(Program):
+    """``wmv``: :meth:`WeightedMajorityVote._fit` with the answers partitioned (learned
+    log-odds weights: one round per refinement; fixed weights: the weighted vote)."""
+
+    stateful = True
+
+    def rounds(self):
+        est, k = self.est, self.n_classes
+        self.fixed = None
+        if est.weights is not None:
+            w = pd.Series(est.weights, dtype=float).reindex(self.workers).fillna(est.default_weight)
+            if np.any(w.to_numpy() < 0) or not np.all(np.isfinite(w.to_numpy())):
+                raise ValueError("weights must be finite and non-negative")
+            self.fixed = w.to_numpy()
+            est.weights_ = w.rename("weight")
+            est.skills_ = est.weights_.rename("skill")
+            return
+        stats = yield Round(_wmv_start)
+        n = stats["n"]
+        w = np.ones(self.n_workers)
+        p = np.full(self.n_workers, 0.5)
+        for it in range(est.n_iter):
+            p = np.clip((stats["hits"] + 1.0) / (n + 2.0), 1e-3, 1 - 1e-3)
+            w = np.log(max(k - 1, 1) * p / (1 - p)) if k > 1 else np.zeros_like(p)
+            stats = yield Round(_wmv_update, w)
+            est.n_iter_ = it + 1
+            if not stats["max_moved"][0]:
+                break
+        est.weights_ = pd.Series(w, index=self.workers, name="weight")
+        est.skills_ = pd.Series(p, index=self.workers, name="skill")
+
+    def output(self) -> Round:
+        return Round(_wmv_output, self.fixed)
 
 
 # ---------------------------------------------------------------- Dawid-Skene
@@ -379,10 +443,11 @@ class GLADProgram(Program):
 def _programs() -> dict[type, type[Program]]:
     from ..aggregation.dawid_skene import ClassConditionalDawidSkene, DawidSkene, OneCoinDawidSkene
     from ..aggregation.glad import GLAD
-    from ..aggregation.majority_vote import MajorityVote
+    from ..aggregation.majority_vote import MajorityVote, WeightedMajorityVote
     from ..aggregation.wawa import Wawa
 
-    return {MajorityVote: MajorityVoteProgram, Wawa: WawaProgram, DawidSkene: DawidSkeneProgram,
+    return {MajorityVote: MajorityVoteProgram, WeightedMajorityVote: WeightedMajorityVoteProgram,
+            Wawa: WawaProgram, DawidSkene: DawidSkeneProgram,
             OneCoinDawidSkene: DawidSkeneProgram, ClassConditionalDawidSkene: DawidSkeneProgram,
             GLAD: GLADProgram}
 
