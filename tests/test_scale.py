@@ -22,7 +22,7 @@ from crowdlearn.scale.driver import LocalEngine, collect_results, fit_program
 from conftest import SHARED_DATA, skip_missing
 
 SETS = categorical_datasets(SHARED_DATA) if SHARED_DATA.exists() else ["bluebirds"]
-METHODS = ["mv", "wmv", "wawa", "ds", "onecoin", "ccds", "glad"]
+METHODS = ["mv", "wmv", "wawa", "ds", "onecoin", "ccds", "glad", "mace"]
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
@@ -92,7 +92,7 @@ def test_supported_methods_and_refusal():
     df = answers("bluebirds")
     engine, coding = LocalEngine.from_frame(df, 2)
     with pytest.raises(ValueError, match="no partitioned.*ds"):
-        fit_program(cl.get_method("mace")(), engine, coding)
+        fit_program(cl.get_method("bp")(), engine, coding)
 
 
 def test_tie_breaks_follow_the_task_not_its_position():
@@ -273,7 +273,7 @@ def test_cli_engines(tmp_path, capsys):
     assert main(["aggregate", str(folder), "--engine", "stream", "--method", "glad"]) == 0
     out = capsys.readouterr()
     assert out.out.startswith("task,label,confidence,p_0,p_1") and "glad (stream engine)" in out.err
-    assert main(["aggregate", str(folder), "--engine", "stream", "--method", "mace"]) == 2
+    assert main(["aggregate", str(folder), "--engine", "stream", "--method", "bp"]) == 2
     assert "runs ccds, ds, glad" in capsys.readouterr().err
 
 

@@ -186,7 +186,7 @@ class MACE(BaseAggregator):
         self._check_params()
         m, k = data.n_workers, data.n_classes
         self._smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
-        ctx = _Context(data, gold)
+        ctx = AnswerKeys(data, gold)
         rng = resolve_random_state(self.random_state)
         n_answers = max(data.n_labels, 1)
 
@@ -251,7 +251,7 @@ class MACE(BaseAggregator):
         return np.log(raw[:, 0]), np.log(raw[:, 1]), np.log(xi), np.full(k, -np.log(k))
 
     @staticmethod
-    def _e_step(ctx: "_Context", tables):
+    def _e_step(ctx: "AnswerKeys", tables):
         """Posteriors, marginal log-likelihood and the expected statistics."""
         log_know, log_spam, log_xi, log_prior = tables
         k = ctx.k
@@ -266,14 +266,14 @@ class MACE(BaseAggregator):
         know_wl = q_wl * np.exp(np.repeat(log_know, k) - log_v)
         return post, ll, (know_wl, post.sum(axis=0))
 
-    def _counts(self, ctx: "_Context", stats):
+    def _counts(self, ctx: "AnswerKeys", stats):
         know_wl = np.minimum(stats[0], ctx.n_wl)
         know = know_wl.reshape(ctx.m, ctx.k).sum(axis=1)
         spam = np.maximum(ctx.n_w - know, 0.0)
         strat = (ctx.n_wl - know_wl).reshape(ctx.m, ctx.k)
         return know, spam, strat, stats[1]
 
-    def _m_step(self, ctx: "_Context", stats):
+    def _m_step(self, ctx: "AnswerKeys", stats):
         """New ``tables`` and the prior term of the objective."""
         k = ctx.k
         know, spam, strat, classes = self._counts(ctx, stats)
@@ -326,12 +326,15 @@ class MACE(BaseAggregator):
 
     # ------------------------------------------------------------- predict
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
-        post, _, _ = self._e_step(_Context(data, None), self._tables)
+        post, _, _ = self._e_step(AnswerKeys(data, None), self._tables)
         return post
 
 
-class _Context:
-    """Integer keys and counts shared by every iteration of one fit."""
+class AnswerKeys:
+    """Integer keys and counts shared by every iteration of one fit (``task``,
+    ``task_label``, ``wl`` = worker * K + label, per (worker, label) and per worker answer
+    counts ``n_wl``, ``n_w``, the uniform ``log_prior``); also the E-step's view of one
+    partition in :mod:`crowdlearn.scale`."""
 
     def __init__(self, data: CrowdLabels, gold: np.ndarray | None) -> None:
         self.n, self.m, self.k = data.n_tasks, data.n_workers, data.n_classes

@@ -24,7 +24,8 @@ Supported: ``mv`` and ``wawa`` (two passes); ``wmv`` (one round per refinement o
 weights, the posteriors kept in the partitions); ``ds``, ``onecoin``, ``ccds`` (one program:
 the M-step is the estimator's own ``_table_from_counts``); and ``glad`` (its abilities take
 Newton steps on summed per-worker gradients; its task easiness is local to the partition and
-lives in the partition's state).
+lives in the partition's state); ``mace`` (each random restart's rounds in turn, the best
+kept).
 """
 
 from __future__ import annotations
@@ -288,6 +289,83 @@ class DawidSkeneProgram(Program):
         return Round(_ds_output, self.final)
 
 
+# ---------------------------------------------------------------------- MACE
+def _mace_counts(block: CrowdLabels, state: Any, params: Any) -> tuple[Any, dict]:
+    wl = block.worker.astype(np.intp) * block.n_classes + block.label
+    return state, {"n_wl": np.bincount(wl, minlength=block.n_workers * block.n_classes).astype(np.float64)}
+
+
+def _mace_estep(block: CrowdLabels, state: Any, tables: tuple) -> tuple[Any, dict]:
+    from ..aggregation.mace import MACE, AnswerKeys
+
+    _, ll, (know_wl, classes) = MACE._e_step(AnswerKeys(block, None), tables)
+    return state, {"know_wl": know_wl, "classes": classes, "ll": np.array([ll])}
+
+
+def _mace_output(block: CrowdLabels, state: Any, tables: tuple):
+    from ..aggregation.mace import MACE, AnswerKeys
+
+    post, _, _ = MACE._e_step(AnswerKeys(block, None), tables)
+    return state, (post, {})
+
+
+class MACEProgram(Program):
+    """``mace``: :meth:`MACE._fit` with the answers partitioned: every restart's E-steps as
+    rounds (the expected "knows" counts per worker and answer, and class totals, summed),
+    its M-step (EM or variational) on the client from the global answer counts."""
+
+    def rounds(self):
+        from types import SimpleNamespace
+
+        from ..core.base import resolve_random_state
+
+        est, k, m = self.est, self.n_classes, self.n_workers
+        est._check_params()
+        est._smoothing = 0.01 / k if est.smoothing is None else float(est.smoothing)
+        counts = yield Round(_mace_counts)
+        n_wl = counts["n_wl"]
+        # what MACE's M-step reads of its AnswerKeys, for the whole crowd
+        ctx = SimpleNamespace(k=k, m=m, n_wl=n_wl, n_w=n_wl.reshape(m, k).sum(axis=1),
+                              log_prior=np.full(k, -np.log(k)))
+        rng = resolve_random_state(est.random_state)
+        best = None
+        est.restart_objectives_ = []
+        n_answers = None
+        for restart in range(int(est.n_restarts)):
+            tables = est._random_tables(rng, m, k)
+            stats = yield Round(_mace_estep, tables)
+            n_answers = n_answers or max(int(n_wl.sum()), 1)
+            fitted, history, converged, obj = None, [], False, float(stats["ll"][0])
+            for it in range(int(est.max_iter)):
+                tables, penalty = est._m_step(ctx, (stats["know_wl"], stats["classes"]))
+                fitted = stats
+                stats = yield Round(_mace_estep, tables)
+                obj = float(stats["ll"][0]) + penalty
+                history.append(obj)
+                est._progress_step(obj)
+                if est.tol > 0 and it > 0 and abs(history[-1] - history[-2]) / n_answers < est.tol:
+                    converged = True
+                    break
+            est.restart_objectives_.append(obj)
+            if best is None or obj > best["obj"]:
+                best = dict(obj=obj, tables=tables, stats=fitted, history=history, converged=converged,
+                            restart=restart)
+        est.history_ = best["history"]
+        est.n_iter_ = len(best["history"])
+        est.converged_ = best["converged"] or k == 1
+        est.best_restart_ = best["restart"]
+        est._tables = self.tables = best["tables"]
+        fitted = None if best["stats"] is None else (best["stats"]["know_wl"], best["stats"]["classes"])
+        theta, xi, prior = est._point_estimates(ctx, fitted, best["tables"])
+        est.skills_ = pd.Series(theta, index=self.workers, name="skill")
+        est.spam_probabilities_ = pd.Series(1.0 - theta, index=self.workers, name="spam_probability")
+        est.strategies_ = pd.DataFrame(xi, index=self.workers, columns=pd.Index(self.classes, name="answered"))
+        est.priors_ = pd.Series(prior, index=self.classes, name="prior")
+
+    def output(self) -> Round:
+        return Round(_mace_output, self.tables)
+
+
 # ---------------------------------------------------------------------- GLAD
 def _glad_x(block: CrowdLabels, alpha: np.ndarray, beta_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from ..aggregation.glad import softplus
@@ -443,13 +521,14 @@ class GLADProgram(Program):
 def _programs() -> dict[type, type[Program]]:
     from ..aggregation.dawid_skene import ClassConditionalDawidSkene, DawidSkene, OneCoinDawidSkene
     from ..aggregation.glad import GLAD
+    from ..aggregation.mace import MACE
     from ..aggregation.majority_vote import MajorityVote, WeightedMajorityVote
     from ..aggregation.wawa import Wawa
 
     return {MajorityVote: MajorityVoteProgram, WeightedMajorityVote: WeightedMajorityVoteProgram,
             Wawa: WawaProgram, DawidSkene: DawidSkeneProgram,
             OneCoinDawidSkene: DawidSkeneProgram, ClassConditionalDawidSkene: DawidSkeneProgram,
-            GLAD: GLADProgram}
+            GLAD: GLADProgram, MACE: MACEProgram}
 
 
 def supported_methods() -> list[str]:
