@@ -22,7 +22,7 @@ from crowdlearn.scale.driver import LocalEngine, collect_results, fit_program
 from conftest import SHARED_DATA, skip_missing
 
 SETS = categorical_datasets(SHARED_DATA) if SHARED_DATA.exists() else ["bluebirds"]
-METHODS = ["mv", "wmv", "wawa", "ds", "onecoin", "ccds", "glad", "mace"]
+METHODS = ["mv", "wmv", "wawa", "zbs", "ds", "onecoin", "ccds", "glad", "mace"]
 
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")

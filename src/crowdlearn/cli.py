@@ -738,7 +738,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--engine", choices=("memory", "dask", "stream"), default="memory",
                    help="class labels beyond memory: 'dask' fits on a Dask cluster, 'stream' reads "
                    "the files chunk by chunk on this machine; INPUT may then be a folder or a glob "
-                   "of Parquet/CSV files and --out a folder (methods: mv, wmv, wawa, ds, onecoin, ccds, glad, mace)")
+                   "of Parquet/CSV files and --out a folder (methods: mv, wmv, wawa, zbs, ds, onecoin, ccds, glad, mace)")
     a.add_argument("--scheduler", help="--engine dask: address of a running scheduler (default: a local cluster)")
     a.add_argument("--workers", type=int, help="--engine dask: worker processes of the local cluster (default 2)")
     a.add_argument("--chunk-answers", type=int, default=4_000_000,

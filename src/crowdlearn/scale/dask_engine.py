@@ -180,7 +180,7 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
 
     Parameters
     ----------
-    estimator : an unfitted ``mv``, ``wmv``, ``wawa``, ``ds``, ``onecoin``, ``ccds``, ``glad`` or ``mace``
+    estimator : an unfitted ``mv``, ``wmv``, ``wawa``, ``zbs``, ``ds``, ``onecoin``, ``ccds``, ``glad`` or ``mace``
         It receives the worker model (``confusions_``, ``skills_``, ``priors_``,
         ``history_``...) and, when the results are gathered (``out=None``), ``labels_`` and
         ``probas_`` as an in-memory fit does.

@@ -20,7 +20,7 @@ functions), so an engine's fit differs from the in-memory one only in the order 
 partitions' statistics are summed: posteriors agree to rounding and labels are the same
 (ties are broken by task id, :func:`~crowdlearn.core.stats.argmax_random_ties`).
 
-Supported: ``mv`` and ``wawa`` (two passes); ``wmv`` (one round per refinement of the
+Supported: ``mv`` and ``wawa`` (two passes); ``zbs`` (a pass per iteration); ``wmv`` (one round per refinement of the
 weights, the posteriors kept in the partitions); ``ds``, ``onecoin``, ``ccds`` (one program:
 the M-step is the estimator's own ``_table_from_counts``); and ``glad`` (its abilities take
 Newton steps on summed per-worker gradients; its task easiness is local to the partition and
@@ -117,8 +117,9 @@ class Program:
 
 
 # ---------------------------------------------------------------------- votes
-def _vote_agreement(block: CrowdLabels, state: Any, params: Any) -> tuple[Any, dict]:
-    consensus = split_ties(vote_fractions(block))
+def _vote_agreement(block: CrowdLabels, state: Any, weights: np.ndarray | None) -> tuple[Any, dict]:
+    """Per worker: answers, and answers agreeing with the (weighted) vote's consensus."""
+    consensus = split_ties(vote_fractions(block, weights))
     hits = np.bincount(block.worker, weights=consensus[block.task, block.label], minlength=block.n_workers)
     n = np.bincount(block.worker, minlength=block.n_workers).astype(np.float64)
     return state, {"hits": hits, "n": n}
@@ -152,6 +153,33 @@ class WawaProgram(MajorityVoteProgram):
     """``wawa``: the vote weighted by each worker's agreement with the majority."""
 
     weighted = True
+
+
+class ZeroBasedSkillProgram(Program):
+    """``zbs``: :meth:`ZeroBasedSkill._fit` with the answers partitioned: one round per
+    iteration (every worker's agreement with the vote weighted by the current skills)."""
+
+    def rounds(self):
+        est = self.est
+        skills = np.zeros(self.n_workers)
+        lr = est.lr_init
+        est.converged_ = False
+        for it in range(est.n_iter):
+            stats = yield Round(_vote_agreement, skills if it else None)
+            new = skills + lr * (_agreement(stats) - skills)
+            delta = np.abs(new - skills).max(initial=0.0)
+            skills = new
+            est.n_iter_ = it + 1
+            if (it + 1) % est.lr_steps_to_reduce == 0:
+                lr *= est.lr_reduce_factor
+            if delta < est.eps:
+                est.converged_ = True
+                break
+        self.skills = skills
+        est.skills_ = pd.Series(skills, index=self.workers, name="skill")
+
+    def output(self) -> Round:
+        return Round(_vote_output, self.skills)
 
 
 # ------------------------------------------------------- weighted majority vote
@@ -524,11 +552,12 @@ def _programs() -> dict[type, type[Program]]:
     from ..aggregation.mace import MACE
     from ..aggregation.majority_vote import MajorityVote, WeightedMajorityVote
     from ..aggregation.wawa import Wawa
+    from ..aggregation.zero_based_skill import ZeroBasedSkill
 
     return {MajorityVote: MajorityVoteProgram, WeightedMajorityVote: WeightedMajorityVoteProgram,
             Wawa: WawaProgram, DawidSkene: DawidSkeneProgram,
             OneCoinDawidSkene: DawidSkeneProgram, ClassConditionalDawidSkene: DawidSkeneProgram,
-            GLAD: GLADProgram, MACE: MACEProgram}
+            GLAD: GLADProgram, MACE: MACEProgram, ZeroBasedSkill: ZeroBasedSkillProgram}
 
 
 def supported_methods() -> list[str]:

@@ -214,7 +214,7 @@ def fit_stream(estimator, source: Any, *, columns: Columns = Columns(), classes:
 
     Parameters
     ----------
-    estimator : an unfitted ``mv``, ``wmv``, ``wawa``, ``ds``, ``onecoin``, ``ccds``, ``glad`` or ``mace``
+    estimator : an unfitted ``mv``, ``wmv``, ``wawa``, ``zbs``, ``ds``, ``onecoin``, ``ccds``, ``glad`` or ``mace``
         Receives the worker model; with ``out=None`` also ``labels_`` and ``probas_``.
     source : a Parquet/CSV file, a folder, a glob pattern, or a list of them
     columns : Columns
