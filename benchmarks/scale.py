@@ -85,7 +85,7 @@ client = Client(cluster)
 marks = []
 est = cl.DawidSkene(max_iter=iters, tol=0)
 t0 = time.perf_counter()
-files = fit_dask(est, folder, client=client, out=out, npartitions=npart,
+files = fit_dask(est, folder, client=client, out=out, npartitions=npart or None,
                  callback=lambda r: marks.append(time.perf_counter()))
 t_end = time.perf_counter()
 rss = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
@@ -93,7 +93,7 @@ per_iter = float(np.median(np.diff(marks))) if len(marks) > 1 else float("nan")
 print(json.dumps({"setup": marks[0] - t0 - per_iter, "per_iter": per_iter, "total": t_end - t0,
                   "write": t_end - marks[-1], "worker_peak_mb": sorted(rss.values()),
                   "client_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "files": len(files), "n_iter": est.n_iter_}))
+                  "files": len(files), "partitions": len(files), "n_iter": est.n_iter_}))
 client.close(); cluster.close()
 """
 
@@ -179,7 +179,8 @@ def main(argv=None) -> int:
     p.add_argument("--dask", type=float, default=None, metavar="N", help="answers for the Dask run (e.g. 1e8)")
     p.add_argument("--stream", type=float, default=None, metavar="N", help="answers for the streaming run (e.g. 3e8)")
     p.add_argument("--iters", type=int, default=5)
-    p.add_argument("--partitions", type=int, default=8, help="Dask partitions after the shuffle")
+    p.add_argument("--partitions", type=int, default=0,
+                   help="Dask partitions after the shuffle (default 0: fit_dask's own choice)")
     p.add_argument("--crowd-workers", type=int, nargs="+", default=None,
                    help="worker counts of the Dask runs (default: answers / 100)")
     p.add_argument("--chunk", type=int, default=4_000_000, help="streaming chunk_answers")
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
                     rows.append({"crowd": crowd, "fit": "in memory, 1 core", "set-up (s)": np.nan,
                                  "s / iteration": mem["per_iter"], "writing results (s)": np.nan,
                                  "peak memory (GB)": mem["peak_mb"] / 1e3})
-                    rows.append({"crowd": crowd, "fit": f"Dask, 2 workers x 1 thread, {args.partitions} partitions",
+                    rows.append({"crowd": crowd, "fit": f"Dask, 2 workers x 1 thread, {dsk['partitions']} partitions",
                                  "set-up (s)": dsk["setup"], "s / iteration": dsk["per_iter"],
                                  "writing results (s)": dsk["write"],
                                  "peak memory (GB)": max(dsk["worker_peak_mb"]) / 1e3})

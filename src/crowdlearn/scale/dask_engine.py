@@ -149,6 +149,15 @@ class DaskEngine:
                                params=self._share(rnd.params), random_state=random_state, pure=False)
 
 
+def default_partitions(n_answers: int, coding: Coding, given: int, threads: int) -> int:
+    """Partitions after the shuffle: at least one per worker thread (every core works), and
+    otherwise no more than the input has nor than makes each partition hold 4 answers per
+    cell of the ``W*K x K`` statistics table it sends every iteration (below that, adding up
+    and moving the tables costs more than the answers' own work)."""
+    cells = coding.n_workers * coding.n_classes ** 2
+    return max(threads, min(given, -(-n_answers // (4 * max(cells, 1)))))
+
+
 def _as_dask_frame(answers: Any, columns: Columns):
     import dask.dataframe as dd
 
@@ -197,9 +206,10 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
         and the list of files is returned.  Default: the tables are gathered and returned
         as one DataFrame sorted by task.
     npartitions : int, optional
-        Partitions after the shuffle on tasks (default: as many as the input has, and at
-        least one per worker thread).  Each sends one ``W*K x K`` table per iteration to its
-        worker's sum, so keep them at 10^6 answers or more on large crowds.
+        Partitions after the shuffle on tasks.  Default (:func:`default_partitions`): at least
+        one per worker thread, at most as many as the input has, and few enough that each
+        holds 4 answers per cell of the ``W*K x K`` table it sends to its worker's sum every
+        iteration.
     verbose, callback : as in ``fit`` (the iterations).
     on_stage : callable, optional
         Called with a line of text as each step of the set-up starts (the CLI prints it).
@@ -220,16 +230,17 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     mixed = any(ddf[c].dtype == object for c in columns.names)
     shuffle_config = {"dataframe.shuffle.method": "tasks"} if mixed else {}
     with dask.config.set(scheduler=client, **shuffle_config):
-        workers, labels = dask.compute(ddf[columns.worker].drop_duplicates(),
-                                       ddf[columns.label].drop_duplicates())
+        workers, labels, n_answers = dask.compute(ddf[columns.worker].drop_duplicates(),
+                                                  ddf[columns.label].drop_duplicates(),
+                                                  ddf.map_partitions(len).sum())
     if len(workers) == 0:
         raise ValueError("no crowd answers to aggregate")
     coding = Coding.from_values(workers, labels, classes)
     stage(f"{coding.n_workers:,} workers, {coding.n_classes} classes: shuffling the answers by task")
     with dask.config.set(shuffle_config):
-        # by default at least one partition per worker thread, so that every core works
-        threads = sum(client.nthreads().values()) or 1
-        shuffled = ddf.shuffle(on=columns.task, npartitions=npartitions or max(ddf.npartitions, threads))
+        npartitions = npartitions or default_partitions(int(n_answers), coding, ddf.npartitions,
+                                                        sum(client.nthreads().values()) or 1)
+        shuffled = ddf.shuffle(on=columns.task, npartitions=npartitions)
         parts = client.compute(shuffled.to_delayed())
     # the coding is a task's result, not scattered data: a block lost with its worker is
     # recomputed from its lineage, which must then still find the coding
