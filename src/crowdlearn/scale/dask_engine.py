@@ -149,13 +149,19 @@ class DaskEngine:
                                params=self._share(rnd.params), random_state=random_state, pure=False)
 
 
+#: a partition holds at most about this many answers (its block, posteriors and scratch
+#: arrays then take about 1.5 GB): larger ones made Dask spill to disk at 10^8 answers
+MAX_PARTITION_ANSWERS = 15_000_000
+
+
 def default_partitions(n_answers: int, coding: Coding, given: int, threads: int) -> int:
-    """Partitions after the shuffle: at least one per worker thread (every core works), and
-    otherwise no more than the input has nor than makes each partition hold 4 answers per
-    cell of the ``W*K x K`` statistics table it sends every iteration (below that, adding up
-    and moving the tables costs more than the answers' own work)."""
+    """Partitions after the shuffle: at least one per worker thread (every core works) and
+    one per :data:`MAX_PARTITION_ANSWERS` answers (memory); otherwise no more than the input
+    has, nor than makes each partition hold 4 answers per cell of the ``W*K x K``
+    statistics table it sends every iteration (below that, adding up and moving the tables
+    costs more than the answers' own work)."""
     cells = coding.n_workers * coding.n_classes ** 2
-    return max(threads, min(given, -(-n_answers // (4 * max(cells, 1)))))
+    return max(threads, -(-n_answers // MAX_PARTITION_ANSWERS), min(given, -(-n_answers // (4 * max(cells, 1)))))
 
 
 def _as_dask_frame(answers: Any, columns: Columns):
@@ -207,9 +213,9 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
         as one DataFrame sorted by task.
     npartitions : int, optional
         Partitions after the shuffle on tasks.  Default (:func:`default_partitions`): at least
-        one per worker thread, at most as many as the input has, and few enough that each
-        holds 4 answers per cell of the ``W*K x K`` table it sends to its worker's sum every
-        iteration.
+        one per worker thread and one per 1.5 x 10^7 answers; otherwise at most as many as
+        the input has, and few enough that each holds 4 answers per cell of the ``W*K x K``
+        table it sends to its worker's sum every iteration.
     verbose, callback : as in ``fit`` (the iterations).
     on_stage : callable, optional
         Called with a line of text as each step of the set-up starts (the CLI prints it).
