@@ -6,6 +6,7 @@ import pytest
 
 from crowdlearn import simulate
 from crowdlearn.active import ActiveLoop, budget_summary, expected_information_gain, replay, task_scores, worker_scores
+from crowdlearn.active.strategies import worker_confusion_counts, worker_confusion_draw
 from crowdlearn.cli import main
 from conftest import load_shared
 
@@ -48,6 +49,56 @@ def test_suggest_gives_distinct_tasks_and_workers_who_have_not_answered_them():
     # new tasks are scored with the class prior; never-seen workers with the crowd's mean
     fresh = loop.suggest(5, tasks=["new-1", "new-2"], workers=["someone-new"])
     assert set(fresh["task"]) == {"new-1", "new-2"} and set(fresh["worker"]) == {"someone-new"}
+
+
+def test_worker_confusion_counts_are_soft_counts_plus_one_crowd_row():
+    post = np.array([[1.0, 0.0], [0.25, 0.75]])
+    task, worker, label = np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([1, 1, 0])
+    alpha = worker_confusion_counts(post, task, worker, label, n_workers=3)
+    counts = np.array([[[0, 1.25], [0, 0.75]], [[0.25, 0], [0.75, 0]], [[0, 0], [0, 0]]])
+    crowd = counts.sum(axis=0) / counts.sum(axis=(0, 2))[:, None]
+    np.testing.assert_allclose(alpha, counts + crowd)
+    # one pseudo-answer per true class; a worker never seen is the crowd's mean row
+    np.testing.assert_allclose(alpha[2].sum(axis=1), 1.0)
+    draw = worker_confusion_draw(alpha, np.random.default_rng(0))
+    np.testing.assert_allclose(draw.sum(axis=2), 1.0)
+    np.testing.assert_allclose(worker_confusion_draw(alpha, None), alpha / alpha.sum(axis=2, keepdims=True))
+
+
+def test_joint_information_gain_sends_a_task_to_the_worker_who_can_tell_its_classes_apart():
+    # the task is torn between classes 0 and 1; worker "sep" separates exactly those two,
+    # worker "other" only recognises class 2 (its answers carry nothing about 0 vs 1), and
+    # "other" is the more accurate one on average -- greedy on accuracy would ask it
+    rows = [("t", "a", 0), ("t", "b", 1)]
+    for i in range(60):  # calibration tasks with a clear majority, half of them class 2
+        c = (0, 2, 1, 2)[i % 4]
+        rows += [(f"c{i}", f"h{j}", c) for j in range(5)]
+        rows.append((f"c{i}", "sep", c if c < 2 else 0))
+        rows.append((f"c{i}", "other", 2 if c == 2 else 0))
+    frame = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    loop = ActiveLoop(method="ds", strategy="eig", worker_strategy="eig").observe(frame)
+    pick = loop.suggest(1, tasks=["t"], workers=["other", "sep"])
+    assert pick["worker"].tolist() == ["sep"]
+    greedy = ActiveLoop(method="ds", strategy="eig", worker_strategy="greedy").observe(frame)
+    assert greedy.estimator_.skills_["other"] > greedy.estimator_.skills_["sep"]
+    # the task score is the best available worker's gain: nobody informative, lower score
+    alone = loop.suggest(1, tasks=["t"], workers=["other"])
+    assert alone["score"].iloc[0] < pick["score"].iloc[0]
+    # tasks whose every listed worker has answered them are not suggested
+    assert loop.suggest(2, tasks=["t", "c0"], workers=["a", "b"]).empty is False
+    assert loop.suggest(1, tasks=["t"], workers=["a", "b"]).empty
+
+
+def test_joint_strategies_are_deterministic_and_suggest_distinct_unanswered_pairs():
+    data = simulate.dawid_skene(150, 10, 3, labels_per_task=2, seed=4)
+    frame = data.to_frame()
+    answered = set(zip(frame["task"], frame["worker"]))
+    for ws in ("eig", "eig-thompson"):
+        picks = [ActiveLoop(strategy="eig", worker_strategy=ws, random_state=3).observe(data)
+                 .suggest(25, workers=data.workers) for _ in range(2)]
+        pd.testing.assert_frame_equal(picks[0], picks[1])
+        assert len(picks[0]) == 25 and picks[0]["task"].is_unique
+        assert not any((t, w) in answered for t, w in zip(picks[0]["task"], picks[0]["worker"]))
 
 
 def test_uncertainty_sampling_asks_about_the_contested_tasks_first():

@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..core.base import resolve_generator
 from ..core.data import CrowdLabels, as_crowd_labels
-from .strategies import TASK_STRATEGIES, WORKER_STRATEGIES, task_scores, worker_scores
+from .strategies import (JOINT_WORKER_STRATEGIES, TASK_STRATEGIES, WORKER_STRATEGIES, expected_information_gain,
+                         task_scores, worker_confusion_counts, worker_confusion_draw, worker_scores)
 
 __all__ = ["ActiveLoop"]
 
@@ -35,8 +36,13 @@ class ActiveLoop:
         ``skills_``).
     strategy : {"entropy", "margin", "eig", "random", "activelab"}
         Task score (:mod:`crowdlearn.active.strategies`; ``activelab`` needs ``pred_probs``).
-    worker_strategy : {None, "greedy", "ucb", "thompson", "epsilon"}
-        How to pick a worker for each chosen task when ``suggest`` is given workers.
+    worker_strategy : {None, "greedy", "ucb", "thompson", "epsilon", "eig", "eig-thompson"}
+        How to pick a worker for each chosen task when ``suggest`` is given workers.  With
+        ``eig`` or ``eig-thompson`` the worker is the one whose answer is expected to tell
+        most about the task, and with ``strategy="eig"`` a task's score is that largest
+        information gain among the workers who may answer it (task and worker chosen
+        together; :mod:`crowdlearn.active.strategies`).  Costs O(candidate tasks x available
+        workers x K^2) per suggestion.
     random_state : int
         Seed of the random strategy, of tie-breaking and of Thompson draws.
     pred_probs : DataFrame, optional
@@ -138,13 +144,15 @@ class ActiveLoop:
             scores = 1.0 - post.max(axis=1)
         else:
             scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng)
+        avail = None if workers is None else pd.Index(list(workers))
+        if self.worker_strategy in JOINT_WORKER_STRATEGIES and (avail is not None or workers_for is not None):
+            return self._suggest_joint(int(k), est, data, cand, post, scores, avail, workers_for)
         # ties (e.g. every prior-only task) broken at random, not by input order
         order = np.lexsort((self._rng.random(len(cand)), -scores))
         if workers is None and workers_for is None:
             top = order[: int(k)]
             return pd.DataFrame({"task": cand[top], "worker": [None] * len(top), "score": scores[top]})
         rows = []
-        avail = None if workers is None else pd.Index(list(workers))
         for i in order:
             if len(rows) >= k:
                 break
@@ -155,6 +163,46 @@ class ActiveLoop:
             w = self._pick_worker(est, data, pool)
             rows.append((cand[i], w, scores[i]))
         return pd.DataFrame(rows, columns=["task", "worker", "score"])
+
+    def _suggest_joint(self, k: int, est, data: CrowdLabels, cand: pd.Index, post: np.ndarray,
+                       scores: np.ndarray, avail: pd.Index | None, workers_for) -> pd.DataFrame:
+        """Each candidate task's most informative available worker; with ``strategy="eig"``
+        the tasks are ranked by that worker's information gain."""
+        alpha = worker_confusion_counts(self._posteriors(est, data, data.tasks), data.task, data.worker,
+                                        data.label, data.n_workers + 1)  # last row: a worker never seen
+        rng = self._rng if self.worker_strategy == "eig-thompson" else None
+        conf = worker_confusion_draw(alpha, rng)
+        # every (candidate task, available worker) pair, then one vectorised gain; ids go
+        # through plain dicts, since pandas Index operations per task dominate otherwise
+        worker_code = {w: i for i, w in enumerate(data.workers)}
+        task_code = {t: i for i, t in enumerate(data.tasks)}
+        by_task = pd.Series(np.asarray(data.worker)).groupby(np.asarray(data.task)).unique().to_dict()
+        pair_task, pair_worker, pools = [], [], []
+        for i, task in enumerate(cand):
+            done = by_task.get(task_code.get(task, -1), ())
+            done = {data.workers[c] for c in done}
+            pool = [w for w in (workers_for(task) if workers_for is not None else avail) if w not in done]
+            pools.append(pool)
+            pair_task.append(np.full(len(pool), i))
+            pair_worker.append(np.fromiter((worker_code.get(w, data.n_workers) for w in pool), np.int64, len(pool)))
+        pair_task = np.concatenate(pair_task) if pair_task else np.zeros(0, np.int64)
+        pair_worker = np.concatenate(pair_worker) if pair_worker else np.zeros(0, np.int64)
+        gain = expected_information_gain(post[pair_task], conf[pair_worker]) if len(pair_task) else np.zeros(0)
+        best_gain = np.full(len(cand), -np.inf)
+        np.maximum.at(best_gain, pair_task, gain)
+        best_w = [None] * len(cand)
+        start = 0
+        for i, pool in enumerate(pools):  # the first worker reaching the task's best gain
+            if pool:
+                best_w[i] = pool[int(np.argmax(gain[start:start + len(pool)]))]
+            start += len(pool)
+        if self.strategy == "eig":
+            scores = best_gain
+        has_pool = np.array([w is not None for w in best_w], dtype=bool)
+        order = np.lexsort((self._rng.random(len(cand)), -np.where(has_pool, scores, -np.inf)))
+        top = [i for i in order if has_pool[i]][:k]
+        return pd.DataFrame({"task": cand[top], "worker": [best_w[i] for i in top], "score": scores[top]},
+                            columns=["task", "worker", "score"])
 
     # ---------------------------------------------------------------- helpers
     @staticmethod

@@ -18,17 +18,30 @@ Worker scores for a chosen task (when the requester can pick who answers):
 * ``ucb``: expected accuracy plus ``c sqrt(log N / n_w)`` for a worker with ``n_w`` answers
   among ``N`` (upper confidence bound; Auer et al. 2002);
 * ``thompson``: a draw from ``Beta(1 + n_w acc_w, 1 + n_w (1 - acc_w))`` (Thompson 1933);
-* ``epsilon``: greedy, but a uniformly random worker with probability ``epsilon``.
+* ``epsilon``: greedy, but a uniformly random worker with probability ``epsilon``;
+* ``eig`` and ``eig-thompson``: the task and the worker are chosen *together*, by the
+  information one answer of *that* worker would bring about *that* task,
+  ``max_w I(Y_j; A_w)`` (the ``eig`` formula above with worker ``w``'s own confusion), so a
+  task is asked when someone who can settle it is available, and it goes to the worker whose
+  confusions separate its likely classes best (rather than to the most accurate worker on
+  average).  Each worker's confusion rows have the Dirichlet posterior of
+  :func:`worker_confusion_counts` (the aggregator's posteriors as soft counts, plus one
+  pseudo-answer per class spread like the crowd's mean confusion row); ``eig`` uses their
+  means, ``eig-thompson`` one draw per round (Thompson sampling, so a worker with few answers
+  is tried now and then instead of never).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TASK_STRATEGIES", "WORKER_STRATEGIES", "task_scores", "worker_scores", "expected_information_gain"]
+__all__ = ["TASK_STRATEGIES", "WORKER_STRATEGIES", "JOINT_WORKER_STRATEGIES", "task_scores", "worker_scores",
+           "expected_information_gain", "worker_confusion_counts", "worker_confusion_draw"]
 
 TASK_STRATEGIES = ("entropy", "margin", "eig", "random")
-WORKER_STRATEGIES = ("greedy", "ucb", "thompson", "epsilon")
+WORKER_STRATEGIES = ("greedy", "ucb", "thompson", "epsilon", "eig", "eig-thompson")
+#: worker strategies that score (task, worker) pairs jointly by information gain
+JOINT_WORKER_STRATEGIES = ("eig", "eig-thompson")
 
 
 def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -89,4 +102,37 @@ def worker_scores(strategy: str, accuracy: np.ndarray, n_answers: np.ndarray, rn
         if rng.random() < epsilon:
             return rng.random(len(acc))
         return acc
+    if strategy in JOINT_WORKER_STRATEGIES:
+        raise ValueError(f"worker strategy {strategy!r} scores (task, worker) pairs: use ActiveLoop.suggest")
     raise ValueError(f"unknown worker strategy {strategy!r}; use one of {', '.join(WORKER_STRATEGIES)}")
+
+
+def worker_confusion_counts(post: np.ndarray, task: np.ndarray, worker: np.ndarray, label: np.ndarray,
+                            n_workers: int) -> np.ndarray:
+    """Dirichlet parameters of every worker's confusion rows, ``(workers, K, K)`` ``[true, answered]``.
+
+    The soft counts of one Dawid-Skene M-step, ``n_w[c, a] = sum_{answers (j, a) of w} q_j(c)``,
+    taken from whichever aggregator produced the posteriors ``q`` (so the worker model does not
+    depend on the aggregator having one), plus a prior of one pseudo-answer per true class
+    spread like the crowd's mean confusion row: a worker never seen behaves like the average
+    worker, with the uncertainty of a single answer.
+    """
+    post = np.asarray(post, float)
+    k = post.shape[1]
+    counts = np.zeros((n_workers, k, k))
+    np.add.at(counts, (worker, slice(None), label), post[task])
+    crowd = counts.sum(axis=0)
+    rows = crowd.sum(axis=1, keepdims=True)
+    crowd = np.where(rows > 0, crowd / np.maximum(rows, 1e-300), 1.0 / k)
+    return counts + crowd[None]
+
+
+def worker_confusion_draw(alpha: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
+    """Confusions from Dirichlet parameters ``alpha`` (W, K, K): the means, or one draw per
+    row when ``rng`` is given (Thompson sampling)."""
+    alpha = np.maximum(np.asarray(alpha, float), 1e-12)
+    if rng is None:
+        return alpha / alpha.sum(axis=2, keepdims=True)
+    g = rng.standard_gamma(alpha)  # Dirichlet rows as normalised gammas, one call for all rows
+    g = np.maximum(g, 1e-300)
+    return g / g.sum(axis=2, keepdims=True)
