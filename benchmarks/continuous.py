@@ -10,7 +10,8 @@ Three tables, each written to its own RESULTS.md section with ``--write-results`
 * ``continuous-synthetic``: MAE against the planted truth on
   :func:`crowdlearn.simulate.continuous.continuous_crowd` crowds (1,000 tasks, 50 workers,
   5 answers per task, 100 per worker), mean over seeds, in three scenarios; the rows
-  ``gaussian-em (scale=False)`` document the choice of ``GaussianEM``'s default.
+  ``gaussian-em (scale=False)`` and ``catd (residuals=in-sample)`` document the choice of
+  ``GaussianEM``'s and ``CATD``'s defaults.
 * ``continuous-speed``: process CPU seconds of one fit at 10^5 and 10^6 answers (5 answers
   per task, 2,000 workers), after building the table, and per answer and round.  The Crowd Layer head
   (``crowd-layer-regression``, a torch network on item features) is timed separately, on
@@ -63,6 +64,7 @@ def _variants():
     for name in METHODS:
         yield name, crowdlearn.get_method(name)()
     yield "gaussian-em (scale=False)", crowdlearn.get_method("gaussian-em")(scale=False)
+    yield "catd (residuals=in-sample)", crowdlearn.get_method("catd")(residuals="in-sample")
 
 
 REFERENCE = "(reference) worker model fitted on the gold"

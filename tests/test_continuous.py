@@ -243,3 +243,20 @@ def test_metrics_by_hand_and_truth_report():
     assert set(report) == {"mae", "rmse", "pearson", "spearman"}
     with pytest.raises(ValueError, match="no truth"):
         truth_report(Mean().fit(data), data.with_truth(None))
+
+
+def test_catd_leave_one_out_residuals_keep_workers_from_absorbing_their_tasks():
+    # random design, 5 answers per task: with in-sample residuals a worker's own answer pulls
+    # its tasks' estimates toward itself, its weight grows, and it ends alone on its tasks
+    data, planted = continuous_crowd(4000, 400, 5, assignment="random", seed=0, scale=(0.6, 1.4),
+                                     spammers=0.1)
+    fits = {r: cl.get_method("catd")(residuals=r).fit(data) for r in ("in-sample", "leave-one-out")}
+    mae = {r: np.mean(np.abs(f.result_frame()["estimate"].to_numpy() - planted.truth)) for r, f in fits.items()}
+    assert fits["leave-one-out"].converged_ and fits["leave-one-out"].n_iter_ < 30
+    assert mae["leave-one-out"] < mae["in-sample"], mae
+    # no worker's weight runs away: the largest is within a few times the median
+    weights = {r: np.asarray(f.worker_weight_, float) for r, f in fits.items()}
+    assert weights["leave-one-out"].max() < 50 * np.median(weights["leave-one-out"])
+    assert weights["in-sample"].max() > 1000 * np.median(weights["in-sample"])
+    with pytest.raises(ValueError, match="residuals"):
+        cl.get_method("catd")(residuals="cheat").fit(data)

@@ -4,6 +4,13 @@ Q. Li, Y. Li, J. Gao, L. Su, B. Zhao, M. Demirbas, W. Fan, J. Han, "A confidence
 approach for truth discovery on long-tail data", PVLDB 8(4), 2014.  Each worker's error
 variance is replaced by the upper end of its chi-square confidence interval, so a worker with
 few answers cannot earn a large weight from a lucky streak.
+
+A worker's residuals are taken, by default, against the estimate of its task *without its own
+answer* (``residuals="leave-one-out"``).  Against the full estimate, which the worker's own
+answer pulls toward itself, the fixed-point iteration feeds back on itself: a worker whose
+weight grows drags its tasks' estimates onto its answers, its residuals shrink, and its weight
+grows further, until the worker alone defines its tasks (its weight hits the floor of the sum
+of squares).  That is slow to converge, or never does, and loses accuracy as it goes.
 """
 
 from __future__ import annotations
@@ -35,6 +42,15 @@ class CATD(ContinuousEstimator):
     noise :math:`\\sqrt{\\sum_t (x_{t,s} - \\hat z_t)^2 / |T_s|}`; ``worker_weight_`` holds
     :math:`w_s`.
 
+    With ``residuals="leave-one-out"`` (the default), :math:`\\hat z_t` in the weight is
+    replaced by :math:`\\hat z_t^{(-s)}`, the weighted mean of the *other* answers of task
+    ``t`` (the first round, from the median, has no weights yet and uses the median), and
+    :math:`|T_s|` counts only the answers whose task has another answer: an answer alone on
+    its task says nothing about its worker's error.  Each weight is then an honest
+    (cross-validated) precision; the paper's in-sample residuals (``"in-sample"``) can let a
+    worker absorb its own tasks (module docstring).  The default was chosen on simulated
+    crowds (``benchmarks/continuous.py``, section ``continuous-synthetic``, rows ``catd``).
+
     Parameters
     ----------
     significance : float in (0, 1)
@@ -43,16 +59,19 @@ class CATD(ContinuousEstimator):
         Rounds at most.
     tol : float
         Stop when no estimate moves by more than ``tol`` times the answers' spread.
+    residuals : {"leave-one-out", "in-sample"}
+        What a worker's errors are measured against (see above).
     random_state : int, default 0
         Unused (the fit is deterministic); kept for the common interface.
     """
 
     def __init__(self, significance: float = 0.05, max_iter: int = 100, tol: float = 1e-6,
-                 random_state=0):
+                 residuals: str = "leave-one-out", random_state=0):
         self.random_state = random_state
         self.significance = significance
         self.max_iter = max_iter
         self.tol = tol
+        self.residuals = residuals
 
     def __crowd_tags__(self):
         return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
@@ -61,21 +80,41 @@ class CATD(ContinuousEstimator):
         a = self.significance
         if not (isinstance(a, (int, float)) and not isinstance(a, bool) and 0 < a < 1):
             raise ValueError(f"significance must be a number in (0, 1), got {a!r} (CATD)")
+        if self.residuals not in ("leave-one-out", "in-sample"):
+            raise ValueError(f"residuals must be 'leave-one-out' or 'in-sample', got {self.residuals!r} (CATD)")
+        loo = self.residuals == "leave-one-out"
         x, task, worker = data.value, data.task, data.worker
         known = np.isfinite(gold)
         z = Median()._fit(data, gold).estimate
         z[known] = gold[known]
-        n_w = worker_sums(data)
+        n_t = task_sums(data)
+        # answers that can be checked against other answers (or gold) of their task
+        checked = (n_t[task] > 1) | known[task] if loo else np.ones(data.n_answers, dtype=bool)
+        n_w = worker_sums(data, checked.astype(np.float64))
         quantile = chi2.ppf(a / 2, np.maximum(n_w, 1))
         # an exact fit (a worker alone on its tasks) would get an infinite weight: the sum of
         # squares is floored at a millionth of the pooled variance per answer
-        floor = 1e-6 * pooled_variance(data, z) * np.maximum(n_w, 1)
+        pooled = pooled_variance(data, z)
+        floor = 1e-6 * pooled * np.maximum(n_w, 1)
         spread = float(x.std()) if data.n_answers else 1.0
         spread = spread if spread > 0 else 1.0
-        converged, it = False, 0
+
+        def sum_of_squares(w):
+            if not loo or w is None:
+                ref = z[task]
+            else:  # the weighted mean of the task's other answers (gold where known)
+                wa = w[worker]
+                num = task_sums(data, wa * x)[task] - wa * x
+                den = task_sums(data, wa)[task] - wa
+                ref = np.where(known[task], z[task], num / np.where(checked & ~known[task], den, 1.0))
+            ss = worker_sums(data, np.where(checked, (x - ref) ** 2, 0.0))
+            # a worker none of whose answers can be checked gets the pooled variance
+            ss = np.where(n_w > 0, ss, pooled)
+            return np.maximum(ss, floor)
+
+        converged, it, w = False, 0, None
         for it in range(1, int(self.max_iter) + 1):
-            ss = np.maximum(worker_sums(data, (x - z[task]) ** 2), floor)
-            w = quantile / ss
+            w = quantile / sum_of_squares(w)
             wa = w[worker]
             new = task_sums(data, wa * x) / np.maximum(task_sums(data, wa), 1e-300)
             new[known] = gold[known]
@@ -84,7 +123,7 @@ class CATD(ContinuousEstimator):
             if shift <= self.tol * spread:
                 converged = True
                 break
-        ss = np.maximum(worker_sums(data, (x - z[task]) ** 2), floor)
+        ss = sum_of_squares(w)
         w = quantile / ss
         se = 1.0 / np.sqrt(np.maximum(task_sums(data, w[worker]), 1e-300))
         return ContinuousFit(z, se, bias=np.zeros(data.n_workers), scale=np.ones(data.n_workers),
