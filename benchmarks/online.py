@@ -5,7 +5,9 @@
 parameters of its time) and of the final parameters re-scoring all answers
 (``predict``), against batch ``ds``.  ``--speed``: a 10^7-answer stream in batches of 10^5
 against one batch fit (time per answer).  ``--tune``: the grid on simulated crowds that chose
-the defaults of ``partial_fit``.
+the defaults of ``partial_fit``.  ``--batches``: how the one-pass gap grows with the number of
+batches the same answers are cut into, on simulated crowds (its own section,
+``online-em-batches``).
 
 Usage::
 
@@ -103,12 +105,37 @@ def speed(n_answers: int = 10_000_000, batch: int = 100_000) -> str:
             "(CPU seconds, one core)\n\n" + markdown_table(df, floatfmt=".2f", index=False))
 
 
+def batches(n_batches=(1, 2, 5, 10), seeds=(0, 1, 2)) -> str:
+    """Streamed and final-parameter accuracy minus batch ``ds`` when one shuffled pass is cut
+    into 1 to 10 batches (1 batch = the batch E-step/M-step rounds of ``partial_fit`` on all
+    answers at once)."""
+    rows = []
+    for (scen, seed), d in crowds(seeds=seeds).items():
+        truth = d.classes.take(d.truth)
+        batch = np.mean(DawidSkene().fit(d).labels_.to_numpy() == truth)
+        for nb in n_batches:
+            est = stream(d, n_batches=nb, seed=seed)
+            rows.append({"scenario": scen, "batches": nb,
+                         "streamed": 100 * (np.mean(est.labels_.reindex(d.tasks).to_numpy() == truth) - batch),
+                         "final parameters": 100 * (np.mean(est.predict(d).reindex(d.tasks).to_numpy() == truth) - batch)})
+    df = pd.DataFrame(rows)
+    table = df.pivot_table(index="batches", columns="scenario", values="streamed")
+    table["mean"] = table.mean(axis=1)
+    final = df.pivot_table(index="batches", columns="scenario", values="final parameters")
+    final["mean"] = final.mean(axis=1)
+    return (f"#### One pass cut into more batches: streamed accuracy minus batch `ds` (points), simulated crowds, "
+            f"mean of {len(seeds)} seeds\n\n" + markdown_table(table.reset_index(), floatfmt=".2f", index=False)
+            + "\n\n#### The same, final parameters re-scoring every answer (`predict`)\n\n"
+            + markdown_table(final.reset_index(), floatfmt=".2f", index=False))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--speed", action="store_true")
+    ap.add_argument("--batches", action="store_true")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
     parts = []
@@ -118,8 +145,15 @@ def main(argv=None) -> int:
         parts.append(real(args.data_root))
     if args.speed:
         parts.append(speed())
+    if args.batches:
+        sweep = batches()
+        print(sweep)
+        if args.write_results:
+            write_section("online-em-batches", sweep,
+                          "OMP_NUM_THREADS=1 python benchmarks/online.py --batches --write-results")
     md = "\n\n".join(parts)
-    print(md)
+    if md:
+        print(md)
     if args.write_results and parts:
         flags = " ".join(f"--{k}" for k in ("tune", "real", "speed") if getattr(args, k))
         write_section("online-em", md, f"OMP_NUM_THREADS=1 python benchmarks/online.py {flags} --write-results")
