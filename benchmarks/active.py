@@ -36,7 +36,8 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 
 #: (task strategy, worker strategy)
-STRATEGIES = [("random", None), ("entropy", None), ("margin", None), ("eig", None), ("eig", "ucb"), ("eig", "thompson")]
+STRATEGIES = [("random", None), ("entropy", None), ("margin", None), ("eig", None), ("eig", "ucb"), ("eig", "thompson"),
+              ("eig", "eig"), ("eig", "eig-thompson")]
 
 
 def main(argv=None) -> int:
