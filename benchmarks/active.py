@@ -8,9 +8,15 @@ curve (mean accuracy over the label range), and the share of all answers needed 
 within 1 point of ``ds`` fitted on every answer.  ``--plot PATH`` draws the mean curves
 (matplotlib).
 
+``--synthetic`` replays the worker-choosing strategies on simulated crowds instead (planted
+truth; every task answered by 10 of 50 workers; section ``active-worker-synthetic``): the
+default worker strategy of ``crowdlearn next --workers`` is chosen there, not on the recorded
+sets above.
+
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/active.py [--datasets dog bluebirds] [--seeds 10] [--plot benchmarks/results/active_budget.png] [--write-results]
+    OMP_NUM_THREADS=1 python benchmarks/active.py --synthetic [--seeds 5] [--write-results]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from crowdlearn.active import budget_summary, replay  # noqa: E402
 from crowdlearn.benchmarking import gold_accuracy  # noqa: E402
 from crowdlearn.core.io import load_folder  # noqa: E402
 from crowdlearn.registry import get_method  # noqa: E402
+from crowdlearn.simulate import WorkerSpec, crowd  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
@@ -38,6 +45,45 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 #: (task strategy, worker strategy)
 STRATEGIES = [("random", None), ("entropy", None), ("margin", None), ("eig", None), ("eig", "ucb"), ("eig", "thompson"),
               ("eig", "eig"), ("eig", "eig-thompson")]
+
+#: worker rules compared on simulated crowds (task strategy ``eig`` for all)
+WORKER_RULES = [None, "greedy", "epsilon", "ucb", "thompson", "eig", "eig-thompson"]
+
+
+def synthetic_scenarios():
+    """Simulated crowds where choosing the worker can matter: name -> (n_classes, worker groups)."""
+    return {
+        "hammers and spammers (K=2)": (2, [WorkerSpec.hammer(15, (0.85, 0.95)), WorkerSpec.spammer(35)]),
+        "graded skills (K=2)": (2, [WorkerSpec.one_coin(50, (0.5, 0.9))]),
+        "class-dependent skills (K=4)": (4, [WorkerSpec.diligent(40, (0.4, 0.9)), WorkerSpec.spammer(10)]),
+        "mostly good, few bad (K=3)": (3, [WorkerSpec.one_coin(40, (0.7, 0.9)),
+                                           WorkerSpec.fixed_class(10)]),
+    }
+
+
+def run_synthetic(args) -> str:
+    """Worker rules replayed on simulated crowds (gold = the planted truth)."""
+    rows = []
+    t0 = time.time()
+    for name, (k, groups) in synthetic_scenarios().items():
+        for rule in WORKER_RULES:
+            sums = []
+            for seed in range(args.seeds):
+                data = crowd(400, k, groups, labels_per_task=10, seed=1000 + seed)
+                target = gold_accuracy(get_method("ds")().fit(data).labels_, data)
+                sums.append(budget_summary(replay(data, "eig", rule, random_state=seed), target))
+            s = pd.DataFrame(sums)
+            rows.append({"scenario": name, "worker rule": rule or "(none: random answerer)",
+                         "AUC mean": s["auc"].mean(), "AUC sd": s["auc"].std(),
+                         "share of answers to within 1 pt of ds": s["share_of_answers"].mean(),
+                         "seeds reaching it": int(s["share_of_answers"].notna().sum())})
+            print(f"{name} {rule}: AUC {s['auc'].mean():.4f} share {s['share_of_answers'].mean():.3f} "
+                  f"({time.time() - t0:.0f}s)", flush=True)
+    table = pd.DataFrame(rows)
+    mean = table.groupby("worker rule", sort=False)["AUC mean"].mean().rename("mean AUC over scenarios")
+    return (f"#### Worker rules on simulated crowds (task strategy eig; 400 tasks, 10 of 50 workers per "
+            f"task; {args.seeds} seeds; ds refit each round; {time.time() - t0:.0f}s)\n\n"
+            + markdown_table(table, index=False) + "\n\n" + markdown_table(mean.reset_index(), index=False))
 
 
 def main(argv=None) -> int:
@@ -47,7 +93,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--synthetic", action="store_true", help="worker rules on simulated crowds")
     args = ap.parse_args(argv)
+    if args.synthetic:
+        md = run_synthetic(args)
+        print(md)
+        if args.write_results:
+            write_section("active-worker-synthetic", md,
+                          f"OMP_NUM_THREADS=1 python benchmarks/active.py --synthetic --seeds {args.seeds} --write-results")
+        return 0
     rows, curves = [], {}
     t0 = time.time()
     for name in args.datasets:

@@ -815,10 +815,10 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--tasks", help="file with a task column: the pool to choose from "
                     "(default: the tasks answered so far; new tasks are scored with the class prior)")
     nx.add_argument("--workers", help="file with a worker column: who can be asked now")
-    nx.add_argument("--worker-strategy", default="ucb",
-                    help="greedy, ucb (default), thompson, epsilon, or eig / eig-thompson (the worker "
-                    "whose answer tells most about the task; with --strategy eig, task and worker "
-                    "are chosen together)")
+    nx.add_argument("--worker-strategy", default="eig",
+                    help="eig (default; the worker whose answer tells most about the task; with "
+                    "--strategy eig, task and worker are chosen together), eig-thompson, greedy, ucb, "
+                    "thompson or epsilon (on the estimated accuracies)")
     nx.add_argument("--task-col", default="task")
     nx.add_argument("--worker-col", default="worker")
     nx.add_argument("--label-col", default="label")
