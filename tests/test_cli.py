@@ -116,6 +116,38 @@ def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
         CrowdLabels.from_frame(pd.read_csv(src, dtype=str))
 
 
+@pytest.mark.parametrize(
+    "command, name, content, message",
+    [
+        (["aggregate"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n", "in.csv: missing value in column 'label' at line 3"),
+        (["aggregate", "--kind", "continuous"], "in.csv", "task,worker,label\n1,a,0.5\n2,a,abc\n",
+         "in.csv: column 'label' must hold finite numbers: 'abc' at line 3"),
+        (["aggregate", "--classes", "0,1"], "in.tsv", "task\tworker\tlabel\n1\ta\t0\n2\ta\t7\n",
+         "in.tsv: label '7' is not one of the given classes ['0', '1'] (line 3)"),
+        (["next", "--budget", "2"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n",
+         "in.csv: missing value in column 'label' at line 3"),
+        (["report", "--out", "r.html"], "in.jsonl", '{"task": 1, "worker": "a", "label": 0}\n'
+         '{"task": 2, "worker": "a", "label": null}\n', "in.jsonl: missing value in column 'label' at line 2"),
+    ],
+)
+def test_row_errors_name_the_file_and_its_line(tmp_path, capsys, monkeypatch, command, name, content, message):
+    """Every command that reads answers names the file, the column and the file line of a bad
+    cell (`next` named a 0-based row position and no file; `report` counted JSON Lines from 2)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(content)
+    code, _, err = run([command[0], name, *command[1:]], capsys)
+    assert code == 2 and err == f"crowdlearn: error: {message}\n", err
+
+
+def test_bad_gold_label_names_the_gold_file_and_task(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    (tmp_path / "gold.csv").write_text("task,truth\n1,x\n2,z\n")
+    code, _, err = run(["aggregate", "in.csv", "--classes", "x,y", "--gold", "gold.csv"], capsys)
+    assert code == 2
+    assert err == "crowdlearn: error: gold.csv: gold label 'z' of task '2' is not one of the classes ['x', 'y']\n"
+
+
 def test_gzip_named_csv_says_compressed(tmp_path, capsys):
     import gzip
 

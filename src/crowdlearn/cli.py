@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["main"]
@@ -143,6 +144,27 @@ def _read_answer_gold(args, kind: str, extra: dict):
     return _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
 
 
+def _first_line(path) -> int | None:
+    """The file line of a table's first row, for errors naming lines (header = line 1);
+    Parquet has no lines: None, and errors name row positions."""
+    from .core.io import detect_format
+
+    return {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(path))
+
+
+@contextmanager
+def _rows_of(path, gold=None):
+    """Errors about rows, raised while the answers of ``path`` become a table, start with the
+    file's name (those about the gold values with ``gold``'s), as the readers' own do."""
+    try:
+        yield
+    except ValueError as exc:
+        where = gold if gold and str(exc).startswith("gold") else path
+        if str(exc).startswith(str(where)):
+            raise
+        raise ValueError(f"{where}: {exc}") from None
+
+
 def _write(table, out) -> None:
     from .core.io import write_table
 
@@ -181,7 +203,7 @@ def _cmd_aggregate(args) -> int:
 
 
 def _aggregate(args) -> int:
-    from .core.io import detect_format, read_table
+    from .core.io import read_table
 
     colmap = _column_map(args)
     if args.engine != "memory":
@@ -204,7 +226,7 @@ def _aggregate(args) -> int:
         read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
     # errors name file lines (header = line 1); Parquet has no lines: row positions
-    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
+    first_line = _first_line(args.input)
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
@@ -309,7 +331,8 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
-    data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
+    with _rows_of(args.input, args.gold):
+        data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
     return _fit_answers(args, kind, data)
 
@@ -366,7 +389,8 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     else:
         df = _read_answers(args, cols, read or [])
         _stage(args, f"encoding {len(df):,} answers")
-        data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
+        with _rows_of(args.input, args.gold):
+            data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
         del df  # the string frames cost more memory than the fit itself at 10^7 rows
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
     del truth
@@ -632,17 +656,19 @@ def _cmd_preferences(args) -> int:
 
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
+    from .core.data import CrowdLabels
     from .core.tables import read_table
 
     if args.budget < 1:
         raise ValueError(f"--budget must be >= 1, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
-    frame = read_table(args.input, columns=cols).rename(
-        columns={args.task_col: "task", args.worker_col: "worker", args.label_col: "label"})
+    with _rows_of(args.input):
+        answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
+                                         first_line=_first_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
                       worker_strategy=args.worker_strategy if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
-    loop.observe(frame[["task", "worker", "label"]])
+    loop.observe(answers)
     tasks = None
     if args.tasks:
         tasks = read_table(args.tasks, columns=["task"])["task"]
@@ -669,7 +695,8 @@ def _cmd_report(args) -> int:
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
-    data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=2)
+    with _rows_of(args.input, args.gold):
+        data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=_first_line(args.input))
     names = args.method or ["ds"]
     rows, main_fit = [], None
     for name in names:

@@ -475,8 +475,11 @@ class CrowdLabels:
             pos = task_index.get_indexer(truth_s.index)
             cls_codes = class_index.get_indexer(truth_s)
             if np.any(cls_codes < 0):
-                bad_val = truth_s.to_numpy()[cls_codes < 0][0]
-                raise ValueError(f"gold label {bad_val!r} is not one of the classes")
+                first = int(np.flatnonzero(cls_codes < 0)[0])
+                bad_val, bad_task = truth_s.iloc[first], truth_s.index[first]
+                bad_val = bad_val.item() if isinstance(bad_val, np.generic) else bad_val
+                raise ValueError(f"gold label {bad_val!r} of task {bad_task!r} is not one of the "
+                                 f"classes {list(class_index)[:10]}")
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
             truth_codes[pos[ok]] = cls_codes[ok]
 
