@@ -255,6 +255,23 @@ def test_aggregate_kind_mismatch(tmp_path, capsys):
     assert code == 2 and "pairwise method" in err
 
 
+def test_ordinal_text_labels_need_an_order(tmp_path, capsys, monkeypatch):
+    """Ordinal labels that are not numbers were ranked alphabetically (high < low < mid);
+    without --classes that is one error naming the label and its line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text("task,worker,label\n1,a,low\n1,b,high\n2,a,mid\n2,b,mid\n")
+    code, _, err = run(["aggregate", "in.csv", "--kind", "ordinal"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("crowdlearn: error: in.csv: line 3: ordinal label 'high' is not a number") and "--classes" in err
+    for order in (["--classes", "low,mid,high"], ["--method", "ordinal-ds", "--param", "classes=low,mid,high"]):
+        code, out, err = run(["aggregate", "in.csv", "--kind", "ordinal", *order], capsys)
+        assert code == 0, err
+        assert list(pd.read_csv(io.StringIO(out))["task"]) == [1, 2]
+    (tmp_path / "num.csv").write_text("task,worker,label\n1,a,1\n1,b,10\n2,a,2\n2,b,2\n")
+    code, _, err = run(["aggregate", "num.csv", "--kind", "ordinal"], capsys)
+    assert code == 0, err
+
+
 def test_benchmark_one_table_per_kind(capsys):
     """Folders of different kinds give one table each; --methods are split by kind."""
     from conftest import SHARED_DATA, skip_missing

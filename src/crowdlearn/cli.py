@@ -391,11 +391,14 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
         _stage(args, f"encoding {len(df):,} answers")
         with _rows_of(args.input, args.gold):
             data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
-        del df  # the string frames cost more memory than the fit itself at 10^7 rows
+    params = _parse_params(args.param)
+    if kind == "ordinal" and classes is None and params.get("classes") is None:
+        _check_ordinal_labels(args, data, None if args.format else df[cols[2]], first_line)
+    df = None  # the string frames cost more memory than the fit itself at 10^7 rows
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
     del truth
     name = args.method or DEFAULT_METHODS[kind]
-    est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
+    est = _make_estimator(name, kind, args.seed, params)
     _stage(args, f"fitting {name} on {data.n_labels:,} answers")
     t0 = time.perf_counter()
     est.fit(data)
@@ -418,6 +421,28 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     if args.group_col:
         _group_report(args, est, data, cols[0])
     return 0
+
+
+def _check_ordinal_labels(args, data, labels, first_line) -> None:
+    """Ordinal labels without a stated order must be numbers: text labels (low, mid, high)
+    would otherwise be ranked alphabetically.  The error names the first such label and,
+    when the answers' label column is at hand, its first line."""
+    import numpy as np
+
+    from .core.data import row_list
+    from .ordinal.base import numeric_classes
+
+    text = [c for c in data.classes if not numeric_classes([c])]
+    if not text:
+        return
+    where = f"{args.input}: "
+    first = np.array(labels.isin(text[:1])) if labels is not None else None
+    if first is not None and first.any():
+        first[first.argmax() + 1:] = False
+        where += f"{row_list(first, first_line)}: "
+    shown = ",".join(map(str, data.classes[:10])) + (",..." if len(data.classes) > 10 else "")
+    raise UsageError(f"{where}ordinal label {text[0]!r} is not a number, so the labels have no "
+                     f"order; give it from lowest to highest with --classes (e.g. --classes {shown})")
 
 
 def _group_report(args, est, data, task_col: str) -> None:
