@@ -30,6 +30,18 @@ def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray
         codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
     except TypeError:  # mixed, unorderable ids (e.g. 3 and "a"): keep appearance order
         codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
+    if uniques.dtype == object and pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
+        # 1 and "1" (a JSON Lines number and string) would be two ids written the same in
+        # every output table
+        seen: dict[str, Any] = {}
+        for value in uniques:
+            other = seen.setdefault(str(value), value)
+            if other is not value:
+                raise ValueError(
+                    f"{what} id {str(value)!r} is two different values, of types "
+                    f"{type(other).__name__} and {type(value).__name__}; give the {what} column "
+                    "one type"
+                )
     return codes, pd.Index(uniques, name=what)
 
 
