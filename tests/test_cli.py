@@ -1,6 +1,7 @@
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -270,6 +271,23 @@ def test_ordinal_text_labels_need_an_order(tmp_path, capsys, monkeypatch):
     (tmp_path / "num.csv").write_text("task,worker,label\n1,a,1\n1,b,10\n2,a,2\n2,b,2\n")
     code, _, err = run(["aggregate", "num.csv", "--kind", "ordinal"], capsys)
     assert code == 0, err
+
+
+def test_benchmark_odd_folders_name_the_file(tmp_path, capsys, monkeypatch):
+    """A bad cell in a dataset folder names labels.csv and its line (the line alone before);
+    a file or a missing path given as a folder says so."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "labels.csv").write_text("task,worker,label\n1,a,x\n2,a,\n")
+    code, _, err = run(["benchmark", "d", "--methods", "mv"], capsys)
+    assert code == 2 and err == f"crowdlearn: error: {Path('d/labels.csv')}: missing value in column 'label' at line 3\n"
+    (tmp_path / "d" / "labels.csv").write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    code, _, err = run(["benchmark", "d", "--kind", "continuous"], capsys)
+    assert code == 2 and f"{Path('d/labels.csv')}: column 'label' must hold finite numbers" in err
+    code, _, err = run(["benchmark", "d/labels.csv"], capsys)
+    assert code == 2 and "labels.csv: not a folder" in err
+    code, _, err = run(["benchmark", str(Path("no/such"))], capsys)
+    assert code == 2 and "no such folder" in err and err.count("\n") == 1
 
 
 def test_benchmark_one_table_per_kind(capsys):

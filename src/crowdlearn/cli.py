@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["main"]
@@ -150,19 +149,6 @@ def _first_line(path) -> int | None:
     from .core.io import detect_format
 
     return {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(path))
-
-
-@contextmanager
-def _rows_of(path, gold=None):
-    """Errors about rows, raised while the answers of ``path`` become a table, start with the
-    file's name (those about the gold values with ``gold``'s), as the readers' own do."""
-    try:
-        yield
-    except ValueError as exc:
-        where = gold if gold and str(exc).startswith("gold") else path
-        if str(exc).startswith(str(where)):
-            raise
-        raise ValueError(f"{where}: {exc}") from None
 
 
 def _write(table, out) -> None:
@@ -309,6 +295,7 @@ def _read_answers(args, columns, read: list):
 def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | None = None) -> int:
     """Continuous, multi-label, pairwise and similarity answers: the kind's table in, the
     fitted ``result_frame()`` out."""
+    from .core.tables import naming_file
     from .registry import answer_type_of
 
     table_cls = answer_type_of(kind)
@@ -331,7 +318,7 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
-    with _rows_of(args.input, args.gold):
+    with naming_file(args.input, args.gold):
         data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
     return _fit_answers(args, kind, data)
@@ -362,6 +349,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     """Class labels (categorical or ordinal): ``task, label, confidence, p_<class>...``."""
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
+    from .core.tables import naming_file
     from .registry import DEFAULT_METHODS
     from .report import posterior_table
 
@@ -389,7 +377,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     else:
         df = _read_answers(args, cols, read or [])
         _stage(args, f"encoding {len(df):,} answers")
-        with _rows_of(args.input, args.gold):
+        with naming_file(args.input, args.gold):
             data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
     params = _parse_params(args.param)
     if kind == "ordinal" and classes is None and params.get("classes") is None:
@@ -682,12 +670,12 @@ def _cmd_preferences(args) -> int:
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
     from .core.data import CrowdLabels
-    from .core.tables import read_table
+    from .core.tables import naming_file, read_table
 
     if args.budget < 1:
         raise ValueError(f"--budget must be >= 1, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
-    with _rows_of(args.input):
+    with naming_file(args.input):
         answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
                                          first_line=_first_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
@@ -714,13 +702,13 @@ def _cmd_report(args) -> int:
 
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.tables import read_table
+    from .core.tables import naming_file, read_table
     from .report import summarize
 
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
-    with _rows_of(args.input, args.gold):
+    with naming_file(args.input, args.gold):
         data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=_first_line(args.input))
     names = args.method or ["ds"]
     rows, main_fit = [], None

@@ -9,13 +9,15 @@ is wrong, so the CLI can print one line instead of a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns"]
+__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns",
+           "naming_file"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -55,6 +57,19 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:
         raise ValueError(
             f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
         )
+
+
+@contextmanager
+def naming_file(path, gold=None) -> Iterator[None]:
+    """Errors about rows, raised while the answers read from ``path`` become a table, start
+    with the file's name (those about gold values with ``gold``'s), as the readers' own do."""
+    try:
+        yield
+    except ValueError as exc:
+        where = gold if gold and str(exc).startswith("gold") else path
+        if str(exc).startswith(str(where)):
+            raise
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def read_table(
