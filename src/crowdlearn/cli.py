@@ -196,6 +196,7 @@ def _aggregate(args) -> int:
         return _aggregate_scaled(args, colmap)
     if args.format:
         kind = _resolve_kind(args, set())
+        _check_group_flags(args, kind)
         if kind == "continuous":
             return _aggregate_answers(args, kind, colmap, None)
         if kind not in ("classification", "ordinal"):
@@ -211,11 +212,22 @@ def _aggregate(args) -> int:
         _reading(args, args.input)
         read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
+    _check_group_flags(args, kind)
     # errors name file lines (header = line 1); Parquet has no lines: row positions
     first_line = _first_line(args.input)
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
+
+
+def _check_group_flags(args, kind: str) -> None:
+    """The group report's flags: with --group-col, on class labels (they were ignored)."""
+    orphans = [flag for flag, value in (("--tasks", args.tasks), ("--positive", args.positive),
+                                        ("--group-report", args.group_report)) if value]
+    if orphans and not args.group_col:
+        raise UsageError(f"{', '.join(orphans)} belong(s) to the group report: add --group-col")
+    if args.group_col and kind not in ("classification", "ordinal"):
+        raise UsageError(f"--group-col reports on class labels, not on {kind} answers")
 
 
 def _aggregate_scaled(args, colmap: dict) -> int:
@@ -383,6 +395,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     if kind == "ordinal" and classes is None and params.get("classes") is None:
         _check_ordinal_labels(args, data, None if args.format else df[cols[2]], first_line)
     df = None  # the string frames cost more memory than the fit itself at 10^7 rows
+    groups = _read_groups(args, data, cols[0]) if args.group_col else None  # checked before the fit
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
     del truth
     name = args.method or DEFAULT_METHODS[kind]
@@ -406,8 +419,8 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
         note = getattr(est, attr, None)
         if isinstance(note, str) and note:
             print(f"{name}: {note}", file=sys.stderr)
-    if args.group_col:
-        _group_report(args, est, data, cols[0])
+    if groups is not None:
+        _group_report(args, est, data, *groups)
     return 0
 
 
@@ -433,30 +446,45 @@ def _check_ordinal_labels(args, data, labels, first_line) -> None:
                      f"order; give it from lowest to highest with --classes (e.g. --classes {shown})")
 
 
-def _group_report(args, est, data, task_col: str) -> None:
+def _read_groups(args, data, task_col: str):
+    """The task -> group Series of ``--group-col`` and the ``--positive`` class, checked
+    against the answers before the fit: (where the groups were read, groups, positive)."""
+    from .core.tables import check_writable, read_table
+    from .fairness import task_groups
+
+    if args.group_report:
+        check_writable(args.group_report)
+    src = args.tasks or args.input
+    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
+    positive = data.classes[-1]
+    if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
+        match = [c for c in data.classes if str(c) == args.positive]
+        if not match:
+            raise UsageError(f"--positive {args.positive!r} is not a class of the answers "
+                             f"({list(map(str, data.classes))[:10]})")
+        positive = match[0]
+    try:
+        groups = task_groups(table.set_index(task_col)[args.group_col], data.tasks)
+    except ValueError as exc:
+        raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
+    return src, groups, positive
+
+
+def _group_report(args, est, data, src, groups, positive) -> None:
     """Per-group accuracy, positive rate, TPR/FPR/FNR (stderr; CSV with --group-report)."""
     import pandas as pd
 
-    from .core.tables import read_table
     from .fairness import disparities, group_report
 
-    src = args.tasks or args.input
-    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
-    groups = table.set_index(task_col)[args.group_col]
-    positive = args.positive if args.positive is not None else data.classes[-1]
-    if positive not in set(data.classes):
-        raise UsageError(f"--positive {positive!r} is not a class of the answers ({list(data.classes)})")
     truth = None
     if data.truth is not None and bool((data.truth >= 0).any()):
         known = data.truth >= 0
         truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
-    try:
-        report = group_report(est.labels_, truth, groups, positive=positive)
-    except ValueError as exc:
-        raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
-    gaps = disparities(report)
+    report = group_report(est.labels_, truth, groups, positive=positive)
+    # a gap over fewer than two groups with the rate defined (e.g. no gold) is not a number
+    gaps = {k: "n/a" if v != v else f"{v:.4f}" for k, v in disparities(report).items()}
     print(f"groups ({args.group_col}; positive class {positive!r}):\n{report.round(4).to_string()}", file=sys.stderr)
-    print("disparities: " + ", ".join(f"{k} {v:.4f}" for k, v in gaps.items()), file=sys.stderr)
+    print("disparities: " + ", ".join(f"{k} {v}" for k, v in gaps.items()), file=sys.stderr)
     if args.group_report:
         _write(report.reset_index(), args.group_report)
 
