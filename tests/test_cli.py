@@ -149,6 +149,21 @@ def test_bad_gold_label_names_the_gold_file_and_task(tmp_path, capsys, monkeypat
     assert err == "crowdlearn: error: gold.csv: gold label 'z' of task '2' is not one of the classes ['x', 'y']\n"
 
 
+@pytest.mark.parametrize("kind", ["classification", "continuous"])
+def test_gold_file_matches_number_task_ids_of_parquet_answers(tmp_path, capsys, kind):
+    """A CSV gold file has text ids: with Parquet answers whose task ids are numbers, no gold
+    matched and the accuracy was silently left out; gold of tasks without answers is said."""
+    pytest.importorskip("pyarrow")
+    labels = ["x", "x", "y", "y"] if kind == "classification" else [1.0, 1.5, 3.0, 3.5]
+    pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b"] * 2, "label": labels}).to_parquet(tmp_path / "a.parquet")
+    truth = ["x", "y", "x"] if kind == "classification" else [1.0, 3.0, 9.0]
+    pd.DataFrame({"task": [1, 2, 99], "truth": truth}).to_csv(tmp_path / "gold.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "a.parquet"), "--kind", kind, "--gold", str(tmp_path / "gold.csv")], capsys)
+    assert code == 0, err
+    assert "accuracy on 2 gold tasks = 1.0000" in err if kind == "classification" else "gold=2" in err
+    assert "1 of 3 gold task(s) have no answers and are not scored (e.g. '99')" in err
+
+
 def test_gzip_named_csv_says_compressed(tmp_path, capsys):
     import gzip
 

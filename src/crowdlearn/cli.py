@@ -127,6 +127,33 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _gold_ids_of(truth, ids):
+    """Gold files are read as text, so their ids are text; answers read from Parquet or JSON
+    Lines may have number ids, which no gold id would then match: each gold id becomes the
+    answers' id spelled the same."""
+    import pandas as pd
+
+    if not isinstance(truth, pd.Series) or isinstance(truth.index, pd.MultiIndex):
+        return truth
+    ids = pd.unique(pd.Series(ids))
+    if pd.api.types.infer_dtype(ids, skipna=True) == "string":
+        return truth
+    by_text = {str(i): i for i in ids}
+    return truth.set_axis(pd.Index([by_text.get(str(i), i) for i in truth.index], name=truth.index.name))
+
+
+def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
+    """One line on stderr when gold names units that have no answers (they cannot be scored)."""
+    import pandas as pd
+
+    if not isinstance(truth, pd.Series) or units is None or isinstance(truth.index, pd.MultiIndex):
+        return
+    alone = truth.index[~truth.index.isin(units)]
+    if len(alone):
+        print(f"crowdlearn: note: {args.gold}: {len(alone)} of {len(truth)} gold {unit}(s) have no "
+              f"answers and are not scored (e.g. {alone[0]!r})", file=sys.stderr)
+
+
 def _read_answer_gold(args, kind: str, extra: dict):
     """Gold of the answer kinds: ``task,truth`` (continuous, multi-label) or ``item,truth``
     (pairwise scores, higher = better unless ``--gold-lower-is-better``, within the
@@ -329,10 +356,14 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
+    if kind in ("continuous", "multilabel"):
+        truth = _gold_ids_of(truth, df[roles["task"]])
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
     with naming_file(args.input, args.gold):
         data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
+    if kind in ("continuous", "multilabel"):
+        _note_unmatched_gold(args, truth, data.tasks)
     return _fit_answers(args, kind, data)
 
 
@@ -389,6 +420,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     else:
         df = _read_answers(args, cols, read or [])
         _stage(args, f"encoding {len(df):,} answers")
+        truth = _gold_ids_of(truth, df[cols[0]])
         with naming_file(args.input, args.gold):
             data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
     params = _parse_params(args.param)
@@ -397,6 +429,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     df = None  # the string frames cost more memory than the fit itself at 10^7 rows
     groups = _read_groups(args, data, cols[0]) if args.group_col else None  # checked before the fit
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
+    _note_unmatched_gold(args, truth, data.tasks)
     del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, params)
@@ -736,8 +769,10 @@ def _cmd_report(args) -> int:
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
+    truth = _gold_ids_of(truth, frame[cols[0]])
     with naming_file(args.input, args.gold):
         data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=_first_line(args.input))
+    _note_unmatched_gold(args, truth, data.tasks)
     names = args.method or ["ds"]
     rows, main_fit = [], None
     for name in names:
