@@ -127,19 +127,26 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _ids_like(values, ids) -> list:
+    """``values`` read from a text file (ids as text) as the ids ``ids`` of the answers: those
+    read from Parquet or JSON Lines may be numbers, which no text id would match; each value
+    becomes the answers' id spelled the same."""
+    import pandas as pd
+
+    ids = pd.unique(pd.Series(ids))
+    if pd.api.types.infer_dtype(ids, skipna=True) == "string":
+        return list(values)
+    by_text = {str(i): i for i in ids}
+    return [by_text.get(str(v), v) for v in values]
+
+
 def _gold_ids_of(truth, ids):
-    """Gold files are read as text, so their ids are text; answers read from Parquet or JSON
-    Lines may have number ids, which no gold id would then match: each gold id becomes the
-    answers' id spelled the same."""
+    """The gold Series with its (text) ids as the answers' ``ids`` (:func:`_ids_like`)."""
     import pandas as pd
 
     if not isinstance(truth, pd.Series) or isinstance(truth.index, pd.MultiIndex):
         return truth
-    ids = pd.unique(pd.Series(ids))
-    if pd.api.types.infer_dtype(ids, skipna=True) == "string":
-        return truth
-    by_text = {str(i): i for i in ids}
-    return truth.set_axis(pd.Index([by_text.get(str(i), i) for i in truth.index], name=truth.index.name))
+    return truth.set_axis(pd.Index(_ids_like(truth.index, ids), name=truth.index.name))
 
 
 def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
@@ -745,16 +752,19 @@ def _cmd_next(args) -> int:
     loop.observe(answers)
     tasks = None
     if args.tasks:
-        tasks = read_table(args.tasks, columns=["task"])["task"]
+        tasks = _ids_like(read_table(args.tasks, columns=["task"])["task"], answers.tasks)
     workers = None
     if args.workers:
-        workers = read_table(args.workers, columns=["worker"])["worker"]
-        if len(workers) == 0:
-            raise ValueError(f"{args.workers}: no workers listed")
+        workers = _ids_like(read_table(args.workers, columns=["worker"])["worker"], answers.workers)
     pick = loop.suggest(args.budget, tasks=tasks, workers=workers)
     _write(pick, args.out)
+    why = ""
+    if len(pick) < args.budget:  # say why fewer: a short pool, or listed workers who answered all
+        pool = len(set(tasks)) if tasks is not None else answers.n_tasks
+        why = (f"; the pool has {pool} task(s)" if workers is None else
+               f"; the pool has {pool} task(s), {len(pick)} of them not yet answered by a listed worker")
     print(f"next: {len(pick)} of {args.budget} suggestions ({args.strategy}; {loop.answers_.n_labels} answers "
-          f"so far, method {args.method})", file=sys.stderr)
+          f"so far, method {args.method}{why})", file=sys.stderr)
     return 0
 
 
