@@ -159,3 +159,16 @@ def test_cli_group_flags_are_checked_before_the_fit(tmp_path, capsys):
     assert "positive class 1" in err and "nan" not in err and "fpr_gap n/a" in err
     assert main(["aggregate", str(src), "--kind", "continuous", "--group-col", "grp"]) == 2
     assert "--group-col reports on class labels" in capsys.readouterr().err
+
+
+def test_cli_group_file_matches_number_task_ids(tmp_path, capsys):
+    """A --tasks group file (text ids) for Parquet answers with number task ids: every task
+    had 'no group' before."""
+    from crowdlearn.cli import main
+
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "a.parquet"
+    pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b"] * 2, "label": ["x", "x", "y", "y"]}).to_parquet(src)
+    (tmp_path / "g.csv").write_text("task,g\n1,u\n2,v\n")
+    assert main(["aggregate", str(src), "--group-col", "g", "--tasks", str(tmp_path / "g.csv")]) == 0
+    assert "demographic_parity_difference 1.0000" in capsys.readouterr().err

@@ -489,6 +489,8 @@ def _check_ordinal_labels(args, data, labels, first_line) -> None:
 def _read_groups(args, data, task_col: str):
     """The task -> group Series of ``--group-col`` and the ``--positive`` class, checked
     against the answers before the fit: (where the groups were read, groups, positive)."""
+    import pandas as pd
+
     from .core.tables import check_writable, read_table
     from .fairness import task_groups
 
@@ -503,8 +505,9 @@ def _read_groups(args, data, task_col: str):
             raise UsageError(f"--positive {args.positive!r} is not a class of the answers "
                              f"({list(map(str, data.classes))[:10]})")
         positive = match[0]
+    groups = pd.Series(table[args.group_col].to_numpy(), index=_ids_like(table[task_col], data.tasks))
     try:
-        groups = task_groups(table.set_index(task_col)[args.group_col], data.tasks)
+        groups = task_groups(groups, data.tasks)
     except ValueError as exc:
         raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
     return src, groups, positive
