@@ -129,3 +129,19 @@ def test_ids_of_two_types_written_the_same_are_refused(tmp_path, capsys):
     # mixed types that print differently stay two ids
     df = pd.DataFrame({"task": [1, "b"], "worker": ["a", "a"], "label": [0, 1]})
     assert CrowdLabels.from_frame(df).n_tasks == 2
+
+
+@pytest.mark.parametrize(
+    "name, header, hint",
+    [("in.csv", "task;worker;label", "separated by semicolons; convert it to commas or tabs"),
+     ("in.csv", "task\tworker\tlabel", "separated by tabs; name it in.tsv"),
+     ("in.tsv", "task,worker,label", "separated by commas; name it in.csv"),
+     ("in.csv", "task, worker, label", "the name ' worker' has spaces around it")],
+)
+def test_missing_columns_say_why_when_the_header_shows_it(tmp_path, capsys, name, header, hint):
+    """A semicolon CSV or a header with spaces gave only 'missing column(s)'."""
+    src = tmp_path / name
+    src.write_text(header + "\n" + header.replace("task", "1").replace("worker", "a").replace("label", "x") + "\n")
+    assert main(["aggregate", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "missing column(s)" in err and hint in err and err.count("\n") == 1, err

@@ -56,7 +56,24 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:
     if missing:
         raise ValueError(
             f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
+            + _column_hint(missing, df.columns, path)
         )
+
+
+def _column_hint(missing, present, path) -> str:
+    """Why the columns look missing, when the header says: spaces around names, or another
+    separator than the one the file name implies."""
+    names = [str(c) for c in present]
+    spaced = [c for c in names if c != c.strip() and c.strip() in missing]
+    if spaced:
+        return f" (the name {spaced[0]!r} has spaces around it; remove them from the header)"
+    if len(names) == 1:
+        for sep, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
+            if sep in names[0]:
+                ext = {"\t": ".tsv", ",": ".csv"}.get(sep)
+                fix = f"name it {Path(path).stem}{ext}" if ext else "convert it to commas or tabs"
+                return f" (the header looks separated by {word}; {fix})"
+    return ""
 
 
 @contextmanager
