@@ -776,9 +776,10 @@ def _cmd_report(args) -> int:
 
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.tables import naming_file, read_table
+    from .core.tables import check_writable, naming_file, read_table
     from .report import summarize
 
+    check_writable(args.out, table=False)  # now, not after the fits
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None

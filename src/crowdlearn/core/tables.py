@@ -229,14 +229,15 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
     return pd.DataFrame(columns)
 
 
-def check_writable(path: str | Path) -> None:
+def check_writable(path: str | Path, table: bool = True) -> None:
     """Raise the ``ValueError`` that :func:`write_table` would raise for ``path``, now.
 
     For callers that write only after long work (the CLI reads and fits first): an unknown
     extension, Parquet without pyarrow or a missing folder is reported before any of it.
+    ``table=False``: a file of another kind (an HTML page), whose folder only is checked.
     """
     path = Path(path)
-    fmt = detect_format(path)
+    fmt = detect_format(path) if table else None
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401  (imported by the write anyway)
