@@ -425,6 +425,24 @@ def test_preferences_to_dpo(tmp_path, capsys):
     assert all(0.5 <= d["confidence"] <= 1 for d in lines)
 
 
+@pytest.mark.parametrize(
+    "content, flags, message",
+    [("prompt,response_a,response_b,worker,label\np1,A,B,w1,x\n", [],
+      "in.csv: label 'x' is not 'a', 'b' or a tie ('tie', 'draw', '=') at line 2"),
+     ("prompt,response_a,response_b,worker,label\np1,A,B,w1,a\n", ["--dpo", str(Path("no/d.jsonl"))],
+      f"{Path('no/d.jsonl')}: the folder no does not exist"),
+     ("prompt,response_a,response_b,worker,label\np1,A,B,w1,a\n", ["--min-confidence", "2"],
+      "--min-confidence is a probability in [0, 1]; got 2.0")],
+)
+def test_preferences_bad_input_is_one_line_before_any_output(tmp_path, capsys, monkeypatch, content, flags, message):
+    """Row errors name the file; a bad --dpo folder failed after writing the table (OSError);
+    --min-confidence outside [0, 1] was taken."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text(content)
+    code, out, err = run(["preferences", "in.csv", *flags], capsys)
+    assert code == 2 and out == "" and err == f"crowdlearn: error: {message}\n", err
+
+
 def test_aggregate_numeric_export_as_continuous(tmp_path, capsys):
     """A Toloka export of ratings read as numbers (--format toloka --kind continuous): one
     estimate per task, control tasks' gold scored, a rating that is not a number refused."""

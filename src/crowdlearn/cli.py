@@ -719,12 +719,17 @@ def _unit_id(index_value):
 
 def _cmd_preferences(args) -> int:
     """Preference annotations -> a preference per (prompt, pair), and DPO-ready JSON Lines."""
-    from .core.tables import check_writable
+    from .core.tables import check_writable, naming_file
     from .pairwise.preferences import PreferenceAggregator, Preferences
 
     if args.out:
         check_writable(args.out)
-    prefs = Preferences.from_csv(args.input)
+    if args.dpo:  # JSON Lines whatever its name; its folder is checked now, not after the fit
+        check_writable(args.dpo, table=False)
+    if not 0.0 <= args.min_confidence <= 1.0:
+        raise UsageError(f"--min-confidence is a probability in [0, 1]; got {args.min_confidence}")
+    with naming_file(args.input):
+        prefs = Preferences.from_csv(args.input)
     params = _parse_params(args.param)
     agg = PreferenceAggregator(method=args.method, params=params or None,
                                random_state=0 if args.seed is None else args.seed)
