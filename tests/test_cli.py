@@ -264,6 +264,17 @@ def test_aggregate_pairwise_bad_label_names_line(tmp_path, capsys):
     assert code == 2 and "line 3" in err, err
 
 
+def test_method_warnings_are_one_line(tmp_path, capsys):
+    """A method's warning printed the file, line and source of the CLI's call to fit."""
+    src = tmp_path / "in.csv"
+    src.write_text("left,right,worker,label\ni1,i2,a,i1\ni3,i4,a,i3\n")
+    code, _, err = run(["aggregate", str(src), "--method", "bt"], capsys)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "connected components" in line]
+    assert len(warning) == 1 and warning[0].startswith("crowdlearn: warning: BradleyTerry: ")
+    assert "cli.py" not in err and "est.fit" not in err
+
+
 def test_aggregate_kind_mismatch(tmp_path, capsys):
     src = tmp_path / "in.csv"
     src.write_text("task,worker,label\n1,a,0\n")

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -963,11 +964,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning of a method as one line, as errors are (not the file, line and source of
+    the call that raised it)."""
+    text = str(message).strip().splitlines()
+    print(f"crowdlearn: warning: {text[0] if text else category.__name__}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # restores the default display on the way out
+            if not args.debug:
+                warnings.showwarning = _show_warning
+            return args.func(args)
     except BrokenPipeError:  # the reader went away (`| head`): not an error of ours
         sys.stderr = open(os.devnull, "w")  # silence the flush at interpreter exit
         return 0
