@@ -275,6 +275,23 @@ def test_method_warnings_are_one_line(tmp_path, capsys):
     assert "cli.py" not in err and "est.fit" not in err
 
 
+def test_classes_option_ignores_spaces_and_empty_items(tmp_path, capsys):
+    """--classes "x, y" made a class ' y' (so 'y' answers were refused); "x,y," a class ''."""
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    for given in ("x, y", "x,y,", " x ,y"):
+        code, out, err = run(["aggregate", str(src), "--classes", given], capsys)
+        assert code == 0, err
+        assert out.splitlines()[0] == "task,label,confidence,p_x,p_y"
+    code, _, err = run(["aggregate", str(src), "--classes", "x,y,x"], capsys)
+    assert code == 2 and "--classes names 'x' more than once" in err
+
+
+def test_simulate_pairwise_one_item_is_a_clear_error(tmp_path, capsys):
+    code, _, err = run(["simulate", "--kind", "pairwise", "--tasks", "1", "--out", str(tmp_path / "s.csv")], capsys)
+    assert code == 2 and "need n_items >= 2" in err and "low >= high" not in err
+
+
 def test_aggregate_kind_mismatch(tmp_path, capsys):
     src = tmp_path / "in.csv"
     src.write_text("task,worker,label\n1,a,0\n")

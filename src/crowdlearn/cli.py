@@ -57,6 +57,19 @@ def _parse_params(pairs: list[str] | None) -> dict:
     return out
 
 
+def _classes(args) -> list[str] | None:
+    """``--classes a,b,c`` as a list; spaces around a name and empty items are not classes."""
+    if not args.classes:
+        return None
+    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+    if not classes:
+        raise UsageError(f"--classes names no class: {args.classes!r}")
+    repeated = sorted({c for c in classes if classes.count(c) > 1})
+    if repeated:
+        raise UsageError(f"--classes names {repeated[0]!r} more than once")
+    return classes
+
+
 #: columns that reveal an answer kind on their own (the other kinds share task,worker,label)
 _KIND_COLUMNS = (("pairwise", ("left", "right")), ("similarity", ("item_a", "item_b")))
 
@@ -283,7 +296,7 @@ def _aggregate_scaled(args, colmap: dict) -> int:
         raise UsageError(f"--engine {args.engine} runs {', '.join(supported_methods())}; not {name!r}")
     est = _make_estimator(name, "classification", args.seed, _parse_params(args.param))
     columns = Columns(colmap["task"], colmap["worker"], colmap["label"])
-    options = {"columns": columns, "classes": args.classes.split(",") if args.classes else None}
+    options = {"columns": columns, "classes": _classes(args)}
     out = args.out
     if out and args.engine == "dask" and Path(out).suffix:
         raise UsageError(f"--engine dask writes a folder of Parquet files; --out {out} looks like a file")
@@ -413,7 +426,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
                     f"{roles[i]} and {roles[j]} cannot both be column {cols[i]!r} "
                     f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
                 )
-    classes = args.classes.split(",") if args.classes else None
+    classes = _classes(args)
     truth = None
     if args.gold:
         truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
