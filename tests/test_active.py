@@ -1,5 +1,7 @@
 """Active labelling: task and worker scores, the suggest/observe loop, replay, and `crowdlearn next`."""
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,6 +155,28 @@ def test_cli_next(tmp_path, capsys):
     out_csv = capsys.readouterr().out
     assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
     assert main(["next", str(src), "--budget", "0"]) == 2
+
+
+def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):
+    """--tasks and --workers files are text: their "1" and "10" are the tasks 1 and the worker 10
+    of Parquet answers (they were new tasks, scored with the prior, and a new worker sent to
+    tasks that worker 10 had answered); fewer suggestions than the budget say why."""
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "a.parquet"
+    pd.DataFrame({"task": [1, 1, 2, 2, 3], "worker": [10, 11, 10, 11, 11],
+                  "label": ["x", "x", "y", "y", "x"]}).to_parquet(src)
+    (tmp_path / "t.csv").write_text("task\n1\n2\n")
+    (tmp_path / "w.csv").write_text("worker\n10\n")
+    assert main(["next", str(src), "--budget", "5", "--tasks", str(tmp_path / "t.csv")]) == 0
+    out = capsys.readouterr()
+    assert sorted(pd.read_csv(io.StringIO(out.out))["task"]) == [1, 2]
+    assert pd.read_csv(io.StringIO(out.out))["score"].max() < 0.01  # answered, agreed: no prior 0.69
+    assert "the pool has 2 task(s)" in out.err
+    assert main(["next", str(src), "--budget", "3", "--workers", str(tmp_path / "w.csv")]) == 0
+    out = capsys.readouterr()
+    got = pd.read_csv(io.StringIO(out.out))
+    assert got["task"].tolist() == [3] and got["worker"].tolist() == [10], out.out
+    assert "1 of them not yet answered by a listed worker" in out.err
 
 
 def test_activelab_scores_tasks_with_a_classifier_including_unanswered_ones():

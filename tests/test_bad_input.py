@@ -111,3 +111,37 @@ def test_learner_fit_validates_shared_parameters(name, value):
 
     with pytest.raises(ValueError, match=f"^{name} must be"):
         est.fit(X, CrowdLabels.from_frame(df))
+
+
+def test_ids_of_two_types_written_the_same_are_refused(tmp_path, capsys):
+    """JSON Lines keep types: task 1 and task "1" were two tasks, both written "1" in the output."""
+    from crowdlearn import CrowdLabels
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"task": 1, "worker": "a", "label": "x"}\n{"task": "1", "worker": "b", "label": "y"}\n')
+    code = main(["aggregate", str(src)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"{src}: task id '1' is two different values, of types int and str" in err
+    df = pd.DataFrame({"task": ["t", "t"], "worker": [7, "7"], "label": [0, 1]})
+    with pytest.raises(ValueError, match="worker id '7' is two different values"):
+        CrowdLabels.from_frame(df)
+    # mixed types that print differently stay two ids
+    df = pd.DataFrame({"task": [1, "b"], "worker": ["a", "a"], "label": [0, 1]})
+    assert CrowdLabels.from_frame(df).n_tasks == 2
+
+
+@pytest.mark.parametrize(
+    "name, header, hint",
+    [("in.csv", "task;worker;label", "separated by semicolons; convert it to commas or tabs"),
+     ("in.csv", "task\tworker\tlabel", "separated by tabs; name it in.tsv"),
+     ("in.tsv", "task,worker,label", "separated by commas; name it in.csv"),
+     ("in.csv", "task, worker, label", "the name ' worker' has spaces around it")],
+)
+def test_missing_columns_say_why_when_the_header_shows_it(tmp_path, capsys, name, header, hint):
+    """A semicolon CSV or a header with spaces gave only 'missing column(s)'."""
+    src = tmp_path / name
+    src.write_text(header + "\n" + header.replace("task", "1").replace("worker", "a").replace("label", "x") + "\n")
+    assert main(["aggregate", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "missing column(s)" in err and hint in err and err.count("\n") == 1, err

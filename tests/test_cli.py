@@ -1,6 +1,7 @@
 import io
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -116,6 +117,53 @@ def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
         CrowdLabels.from_frame(pd.read_csv(src, dtype=str))
 
 
+@pytest.mark.parametrize(
+    "command, name, content, message",
+    [
+        (["aggregate"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n", "in.csv: missing value in column 'label' at line 3"),
+        (["aggregate", "--kind", "continuous"], "in.csv", "task,worker,label\n1,a,0.5\n2,a,abc\n",
+         "in.csv: column 'label' must hold finite numbers: 'abc' at line 3"),
+        (["aggregate", "--classes", "0,1"], "in.tsv", "task\tworker\tlabel\n1\ta\t0\n2\ta\t7\n",
+         "in.tsv: label '7' is not one of the given classes ['0', '1'] (line 3)"),
+        (["next", "--budget", "2"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n",
+         "in.csv: missing value in column 'label' at line 3"),
+        (["report", "--out", "r.html"], "in.jsonl", '{"task": 1, "worker": "a", "label": 0}\n'
+         '{"task": 2, "worker": "a", "label": null}\n', "in.jsonl: missing value in column 'label' at line 2"),
+    ],
+)
+def test_row_errors_name_the_file_and_its_line(tmp_path, capsys, monkeypatch, command, name, content, message):
+    """Every command that reads answers names the file, the column and the file line of a bad
+    cell (`next` named a 0-based row position and no file; `report` counted JSON Lines from 2)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).write_text(content)
+    code, _, err = run([command[0], name, *command[1:]], capsys)
+    assert code == 2 and err == f"crowdlearn: error: {message}\n", err
+
+
+def test_bad_gold_label_names_the_gold_file_and_task(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    (tmp_path / "gold.csv").write_text("task,truth\n1,x\n2,z\n")
+    code, _, err = run(["aggregate", "in.csv", "--classes", "x,y", "--gold", "gold.csv"], capsys)
+    assert code == 2
+    assert err == "crowdlearn: error: gold.csv: gold label 'z' of task '2' is not one of the classes ['x', 'y']\n"
+
+
+@pytest.mark.parametrize("kind", ["classification", "continuous"])
+def test_gold_file_matches_number_task_ids_of_parquet_answers(tmp_path, capsys, kind):
+    """A CSV gold file has text ids: with Parquet answers whose task ids are numbers, no gold
+    matched and the accuracy was silently left out; gold of tasks without answers is said."""
+    pytest.importorskip("pyarrow")
+    labels = ["x", "x", "y", "y"] if kind == "classification" else [1.0, 1.5, 3.0, 3.5]
+    pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b"] * 2, "label": labels}).to_parquet(tmp_path / "a.parquet")
+    truth = ["x", "y", "x"] if kind == "classification" else [1.0, 3.0, 9.0]
+    pd.DataFrame({"task": [1, 2, 99], "truth": truth}).to_csv(tmp_path / "gold.csv", index=False)
+    code, out, err = run(["aggregate", str(tmp_path / "a.parquet"), "--kind", kind, "--gold", str(tmp_path / "gold.csv")], capsys)
+    assert code == 0, err
+    assert "accuracy on 2 gold tasks = 1.0000" in err if kind == "classification" else "gold=2" in err
+    assert "1 of 3 gold task(s) have no answers and are not scored (e.g. '99')" in err
+
+
 def test_gzip_named_csv_says_compressed(tmp_path, capsys):
     import gzip
 
@@ -216,11 +264,73 @@ def test_aggregate_pairwise_bad_label_names_line(tmp_path, capsys):
     assert code == 2 and "line 3" in err, err
 
 
+def test_method_warnings_are_one_line(tmp_path, capsys):
+    """A method's warning printed the file, line and source of the CLI's call to fit."""
+    src = tmp_path / "in.csv"
+    src.write_text("left,right,worker,label\ni1,i2,a,i1\ni3,i4,a,i3\n")
+    code, _, err = run(["aggregate", str(src), "--method", "bt"], capsys)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "connected components" in line]
+    assert len(warning) == 1 and warning[0].startswith("crowdlearn: warning: BradleyTerry: ")
+    assert "cli.py" not in err and "est.fit" not in err
+
+
+def test_classes_option_ignores_spaces_and_empty_items(tmp_path, capsys):
+    """--classes "x, y" made a class ' y' (so 'y' answers were refused); "x,y," a class ''."""
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    for given in ("x, y", "x,y,", " x ,y"):
+        code, out, err = run(["aggregate", str(src), "--classes", given], capsys)
+        assert code == 0, err
+        assert out.splitlines()[0] == "task,label,confidence,p_x,p_y"
+    code, _, err = run(["aggregate", str(src), "--classes", "x,y,x"], capsys)
+    assert code == 2 and "--classes names 'x' more than once" in err
+
+
+def test_simulate_pairwise_one_item_is_a_clear_error(tmp_path, capsys):
+    code, _, err = run(["simulate", "--kind", "pairwise", "--tasks", "1", "--out", str(tmp_path / "s.csv")], capsys)
+    assert code == 2 and "need n_items >= 2" in err and "low >= high" not in err
+
+
 def test_aggregate_kind_mismatch(tmp_path, capsys):
     src = tmp_path / "in.csv"
     src.write_text("task,worker,label\n1,a,0\n")
     code, _, err = run(["aggregate", str(src), "--method", "bt", "--kind", "classification"], capsys)
     assert code == 2 and "pairwise method" in err
+
+
+def test_ordinal_text_labels_need_an_order(tmp_path, capsys, monkeypatch):
+    """Ordinal labels that are not numbers were ranked alphabetically (high < low < mid);
+    without --classes that is one error naming the label and its line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text("task,worker,label\n1,a,low\n1,b,high\n2,a,mid\n2,b,mid\n")
+    code, _, err = run(["aggregate", "in.csv", "--kind", "ordinal"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("crowdlearn: error: in.csv: line 3: ordinal label 'high' is not a number") and "--classes" in err
+    for order in (["--classes", "low,mid,high"], ["--method", "ordinal-ds", "--param", "classes=low,mid,high"]):
+        code, out, err = run(["aggregate", "in.csv", "--kind", "ordinal", *order], capsys)
+        assert code == 0, err
+        assert list(pd.read_csv(io.StringIO(out))["task"]) == [1, 2]
+    (tmp_path / "num.csv").write_text("task,worker,label\n1,a,1\n1,b,10\n2,a,2\n2,b,2\n")
+    code, _, err = run(["aggregate", "num.csv", "--kind", "ordinal"], capsys)
+    assert code == 0, err
+
+
+def test_benchmark_odd_folders_name_the_file(tmp_path, capsys, monkeypatch):
+    """A bad cell in a dataset folder names labels.csv and its line (the line alone before);
+    a file or a missing path given as a folder says so."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "labels.csv").write_text("task,worker,label\n1,a,x\n2,a,\n")
+    code, _, err = run(["benchmark", "d", "--methods", "mv"], capsys)
+    assert code == 2 and err == f"crowdlearn: error: {Path('d/labels.csv')}: missing value in column 'label' at line 3\n"
+    (tmp_path / "d" / "labels.csv").write_text("task,worker,label\n1,a,x\n2,a,y\n")
+    code, _, err = run(["benchmark", "d", "--kind", "continuous"], capsys)
+    assert code == 2 and f"{Path('d/labels.csv')}: column 'label' must hold finite numbers" in err
+    code, _, err = run(["benchmark", "d/labels.csv"], capsys)
+    assert code == 2 and "labels.csv: not a folder" in err
+    code, _, err = run(["benchmark", str(Path("no/such"))], capsys)
+    assert code == 2 and "no such folder" in err and err.count("\n") == 1
 
 
 def test_benchmark_one_table_per_kind(capsys):
@@ -341,6 +451,24 @@ def test_preferences_to_dpo(tmp_path, capsys):
     lines = [json.loads(x) for x in dpo.read_text().splitlines()]
     assert {(d["prompt"], d["chosen"], d["rejected"]) for d in lines} == {("p1", "good", "bad"), ("p2", "fine", "meh")}
     assert all(0.5 <= d["confidence"] <= 1 for d in lines)
+
+
+@pytest.mark.parametrize(
+    "content, flags, message",
+    [("prompt,response_a,response_b,worker,label\np1,A,B,w1,x\n", [],
+      "in.csv: label 'x' is not 'a', 'b' or a tie ('tie', 'draw', '=') at line 2"),
+     ("prompt,response_a,response_b,worker,label\np1,A,B,w1,a\n", ["--dpo", str(Path("no/d.jsonl"))],
+      f"{Path('no/d.jsonl')}: the folder no does not exist"),
+     ("prompt,response_a,response_b,worker,label\np1,A,B,w1,a\n", ["--min-confidence", "2"],
+      "--min-confidence is a probability in [0, 1]; got 2.0")],
+)
+def test_preferences_bad_input_is_one_line_before_any_output(tmp_path, capsys, monkeypatch, content, flags, message):
+    """Row errors name the file; a bad --dpo folder failed after writing the table (OSError);
+    --min-confidence outside [0, 1] was taken."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.csv").write_text(content)
+    code, out, err = run(["preferences", "in.csv", *flags], capsys)
+    assert code == 2 and out == "" and err == f"crowdlearn: error: {message}\n", err
 
 
 def test_aggregate_numeric_export_as_continuous(tmp_path, capsys):

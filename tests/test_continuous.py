@@ -111,6 +111,18 @@ def test_all_tasks_and_features():
     assert data.features[:, 0].tolist() == [0.0, 1.0, 2.0]
 
 
+@pytest.mark.parametrize("name", sorted(n for n, k in cl.method_kinds().items()
+                                         if k == "continuous" and n != "crowd-layer-regression"))
+def test_every_answer_the_same_number(name):
+    """Workers who all give one value have no covariance at all (lrs-moments indexed a sparse
+    matrix with empty arrays and raised numpy's "truth value ... ambiguous")."""
+    df = pd.DataFrame({"task": ["t1", "t1", "t2", "t2"], "worker": ["a", "b", "a", "b"],
+                       "label": [1.0, 1.0, 1.0, 1.0]})
+    res = cl.get_method(name)().fit(ContinuousAnswers.from_frame(df)).result_frame()
+    assert list(res["task"]) == ["t1", "t2"] and np.allclose(res["estimate"], 1.0)
+    assert np.isfinite(res[["estimate", "stderr"]].to_numpy()).all()
+
+
 # ------------------------------------------------------------------ location estimates
 def test_location_estimates_by_hand():
     df = pd.DataFrame({"task": ["a"] * 5 + ["b"] * 2,

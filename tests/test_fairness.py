@@ -133,3 +133,42 @@ def test_cli_group_report(tmp_path, capsys):
     df.assign(grp="x").to_csv(one, index=False)
     assert main(["aggregate", str(one), "--method", "mv", "--group-col", "grp"]) == 2
     assert "at least two groups" in capsys.readouterr().err
+
+
+def test_cli_group_flags_are_checked_before_the_fit(tmp_path, capsys):
+    """A bad --group-col, --positive or group file fails before the fit and writes nothing (the
+    posteriors were written, then the error came); --positive 1 names the class 1 of a Parquet
+    file; undefined gaps print n/a, not nan; --group-col on other answers is refused."""
+    from crowdlearn.cli import main
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2, 3, 3], "worker": ["a", "b"] * 3, "label": [0, 0, 1, 1, 1, 0],
+                       "grp": ["u", "u", "v", "v", None, None]})
+    src, out = tmp_path / "a.csv", tmp_path / "o.csv"
+    df.to_csv(src, index=False)
+    for flags, message in ((["--group-col", "grp"], "no group for task '3'"),
+                           (["--group-col", "nope"], "missing column(s) ['nope']"),
+                           (["--group-col", "grp", "--positive", "7"], "--positive '7' is not a class")):
+        assert main(["aggregate", str(src), "--out", str(out), *flags]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and not out.exists(), err
+    pytest.importorskip("pyarrow")
+    pq = tmp_path / "a.parquet"
+    df.dropna().to_parquet(pq)
+    assert main(["aggregate", str(pq), "--group-col", "grp", "--positive", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "positive class 1" in err and "nan" not in err and "fpr_gap n/a" in err
+    assert main(["aggregate", str(src), "--kind", "continuous", "--group-col", "grp"]) == 2
+    assert "--group-col reports on class labels" in capsys.readouterr().err
+
+
+def test_cli_group_file_matches_number_task_ids(tmp_path, capsys):
+    """A --tasks group file (text ids) for Parquet answers with number task ids: every task
+    had 'no group' before."""
+    from crowdlearn.cli import main
+
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "a.parquet"
+    pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b"] * 2, "label": ["x", "x", "y", "y"]}).to_parquet(src)
+    (tmp_path / "g.csv").write_text("task,g\n1,u\n2,v\n")
+    assert main(["aggregate", str(src), "--group-col", "g", "--tasks", str(tmp_path / "g.csv")]) == 0
+    assert "demographic_parity_difference 1.0000" in capsys.readouterr().err

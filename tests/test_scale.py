@@ -161,6 +161,25 @@ def test_stream_bad_input_is_named(tmp_path):
         fit_stream(cl.DawidSkene(), tmp_path / "nothing-*.parquet")
 
 
+def test_stream_csv_errors_match_the_in_memory_reader(tmp_path):
+    """CSV errors of the stream engine name file lines (a 0-based answer number before),
+    missing columns as the reader does (pandas' 'Usecols do not match' before), an empty or
+    header-only file by its name."""
+    src = tmp_path / "a.csv"
+    src.write_text("task,worker,label\n1,a,x\n1,b,y\n2,a,x\n2,b,\n")
+    for chunk in (2, 100):  # the line counts across chunks
+        with pytest.raises(ValueError, match=r"a\.csv: missing value in column 'label' at line 5$"):
+            fit_stream(cl.DawidSkene(), src, chunk_answers=chunk)
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['item'\]; the file has columns \['task', 'worker', 'label'\]"):
+        fit_stream(cl.DawidSkene(), src, columns=Columns(task="item"))
+    src.write_text("task,worker,label\n")
+    with pytest.raises(ValueError, match=r"a\.csv: no rows"):
+        fit_stream(cl.DawidSkene(), src)
+    src.write_text("")
+    with pytest.raises(ValueError, match=r"a\.csv: the file is empty"):
+        fit_stream(cl.DawidSkene(), src)
+
+
 # ---------------------------------------------------------------------- dask
 @pytest.mark.parametrize("name", SETS)
 def test_dask_matches_the_in_memory_fit(name, client):

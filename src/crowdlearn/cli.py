@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -54,6 +55,19 @@ def _parse_params(pairs: list[str] | None) -> dict:
             parsed = _parse_value(value)
         out[key.strip()] = parsed
     return out
+
+
+def _classes(args) -> list[str] | None:
+    """``--classes a,b,c`` as a list; spaces around a name and empty items are not classes."""
+    if not args.classes:
+        return None
+    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+    if not classes:
+        raise UsageError(f"--classes names no class: {args.classes!r}")
+    repeated = sorted({c for c in classes if classes.count(c) > 1})
+    if repeated:
+        raise UsageError(f"--classes names {repeated[0]!r} more than once")
+    return classes
 
 
 #: columns that reveal an answer kind on their own (the other kinds share task,worker,label)
@@ -127,6 +141,40 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _ids_like(values, ids) -> list:
+    """``values`` read from a text file (ids as text) as the ids ``ids`` of the answers: those
+    read from Parquet or JSON Lines may be numbers, which no text id would match; each value
+    becomes the answers' id spelled the same."""
+    import pandas as pd
+
+    ids = pd.unique(pd.Series(ids))
+    if pd.api.types.infer_dtype(ids, skipna=True) == "string":
+        return list(values)
+    by_text = {str(i): i for i in ids}
+    return [by_text.get(str(v), v) for v in values]
+
+
+def _gold_ids_of(truth, ids):
+    """The gold Series with its (text) ids as the answers' ``ids`` (:func:`_ids_like`)."""
+    import pandas as pd
+
+    if not isinstance(truth, pd.Series) or isinstance(truth.index, pd.MultiIndex):
+        return truth
+    return truth.set_axis(pd.Index(_ids_like(truth.index, ids), name=truth.index.name))
+
+
+def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
+    """One line on stderr when gold names units that have no answers (they cannot be scored)."""
+    import pandas as pd
+
+    if not isinstance(truth, pd.Series) or units is None or isinstance(truth.index, pd.MultiIndex):
+        return
+    alone = truth.index[~truth.index.isin(units)]
+    if len(alone):
+        print(f"crowdlearn: note: {args.gold}: {len(alone)} of {len(truth)} gold {unit}(s) have no "
+              f"answers and are not scored (e.g. {alone[0]!r})", file=sys.stderr)
+
+
 def _read_answer_gold(args, kind: str, extra: dict):
     """Gold of the answer kinds: ``task,truth`` (continuous, multi-label) or ``item,truth``
     (pairwise scores, higher = better unless ``--gold-lower-is-better``, within the
@@ -141,6 +189,14 @@ def _read_answer_gold(args, kind: str, extra: dict):
                           group=group if group in columns else None,
                           lower_is_better=args.gold_lower_is_better)
     return _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+
+
+def _first_line(path) -> int | None:
+    """The file line of a table's first row, for errors naming lines (header = line 1);
+    Parquet has no lines: None, and errors name row positions."""
+    from .core.io import detect_format
+
+    return {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(path))
 
 
 def _write(table, out) -> None:
@@ -181,13 +237,14 @@ def _cmd_aggregate(args) -> int:
 
 
 def _aggregate(args) -> int:
-    from .core.io import detect_format, read_table
+    from .core.io import read_table
 
     colmap = _column_map(args)
     if args.engine != "memory":
         return _aggregate_scaled(args, colmap)
     if args.format:
         kind = _resolve_kind(args, set())
+        _check_group_flags(args, kind)
         if kind == "continuous":
             return _aggregate_answers(args, kind, colmap, None)
         if kind not in ("classification", "ordinal"):
@@ -203,11 +260,22 @@ def _aggregate(args) -> int:
         _reading(args, args.input)
         read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
+    _check_group_flags(args, kind)
     # errors name file lines (header = line 1); Parquet has no lines: row positions
-    first_line = {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(args.input))
+    first_line = _first_line(args.input)
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
+
+
+def _check_group_flags(args, kind: str) -> None:
+    """The group report's flags: with --group-col, on class labels (they were ignored)."""
+    orphans = [flag for flag, value in (("--tasks", args.tasks), ("--positive", args.positive),
+                                        ("--group-report", args.group_report)) if value]
+    if orphans and not args.group_col:
+        raise UsageError(f"{', '.join(orphans)} belong(s) to the group report: add --group-col")
+    if args.group_col and kind not in ("classification", "ordinal"):
+        raise UsageError(f"--group-col reports on class labels, not on {kind} answers")
 
 
 def _aggregate_scaled(args, colmap: dict) -> int:
@@ -228,7 +296,7 @@ def _aggregate_scaled(args, colmap: dict) -> int:
         raise UsageError(f"--engine {args.engine} runs {', '.join(supported_methods())}; not {name!r}")
     est = _make_estimator(name, "classification", args.seed, _parse_params(args.param))
     columns = Columns(colmap["task"], colmap["worker"], colmap["label"])
-    options = {"columns": columns, "classes": args.classes.split(",") if args.classes else None}
+    options = {"columns": columns, "classes": _classes(args)}
     out = args.out
     if out and args.engine == "dask" and Path(out).suffix:
         raise UsageError(f"--engine dask writes a folder of Parquet files; --out {out} looks like a file")
@@ -287,6 +355,7 @@ def _read_answers(args, columns, read: list):
 def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | None = None) -> int:
     """Continuous, multi-label, pairwise and similarity answers: the kind's table in, the
     fitted ``result_frame()`` out."""
+    from .core.tables import naming_file
     from .registry import answer_type_of
 
     table_cls = answer_type_of(kind)
@@ -308,9 +377,14 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
+    if kind in ("continuous", "multilabel"):
+        truth = _gold_ids_of(truth, df[roles["task"]])
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
-    data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
+    with naming_file(args.input, args.gold):
+        data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
     del df
+    if kind in ("continuous", "multilabel"):
+        _note_unmatched_gold(args, truth, data.tasks)
     return _fit_answers(args, kind, data)
 
 
@@ -339,6 +413,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     """Class labels (categorical or ordinal): ``task, label, confidence, p_<class>...``."""
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
+    from .core.tables import naming_file
     from .registry import DEFAULT_METHODS
     from .report import posterior_table
 
@@ -351,7 +426,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
                     f"{roles[i]} and {roles[j]} cannot both be column {cols[i]!r} "
                     f"(--{roles[i]}-col, --{roles[j]}-col); each role needs its own column"
                 )
-    classes = args.classes.split(",") if args.classes else None
+    classes = _classes(args)
     truth = None
     if args.gold:
         truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
@@ -366,12 +441,19 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     else:
         df = _read_answers(args, cols, read or [])
         _stage(args, f"encoding {len(df):,} answers")
-        data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
-        del df  # the string frames cost more memory than the fit itself at 10^7 rows
+        truth = _gold_ids_of(truth, df[cols[0]])
+        with naming_file(args.input, args.gold):
+            data = CrowdLabels.from_frame(df, *cols, classes=classes, truth=truth, first_line=first_line)
+    params = _parse_params(args.param)
+    if kind == "ordinal" and classes is None and params.get("classes") is None:
+        _check_ordinal_labels(args, data, None if args.format else df[cols[2]], first_line)
+    df = None  # the string frames cost more memory than the fit itself at 10^7 rows
+    groups = _read_groups(args, data, cols[0]) if args.group_col else None  # checked before the fit
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
+    _note_unmatched_gold(args, truth, data.tasks)
     del truth
     name = args.method or DEFAULT_METHODS[kind]
-    est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
+    est = _make_estimator(name, kind, args.seed, params)
     _stage(args, f"fitting {name} on {data.n_labels:,} answers")
     t0 = time.perf_counter()
     est.fit(data)
@@ -391,35 +473,75 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
         note = getattr(est, attr, None)
         if isinstance(note, str) and note:
             print(f"{name}: {note}", file=sys.stderr)
-    if args.group_col:
-        _group_report(args, est, data, cols[0])
+    if groups is not None:
+        _group_report(args, est, data, *groups)
     return 0
 
 
-def _group_report(args, est, data, task_col: str) -> None:
+def _check_ordinal_labels(args, data, labels, first_line) -> None:
+    """Ordinal labels without a stated order must be numbers: text labels (low, mid, high)
+    would otherwise be ranked alphabetically.  The error names the first such label and,
+    when the answers' label column is at hand, its first line."""
+    import numpy as np
+
+    from .core.data import row_list
+    from .ordinal.base import numeric_classes
+
+    text = [c for c in data.classes if not numeric_classes([c])]
+    if not text:
+        return
+    where = f"{args.input}: "
+    first = np.array(labels.isin(text[:1])) if labels is not None else None
+    if first is not None and first.any():
+        first[first.argmax() + 1:] = False
+        where += f"{row_list(first, first_line)}: "
+    shown = ",".join(map(str, data.classes[:10])) + (",..." if len(data.classes) > 10 else "")
+    raise UsageError(f"{where}ordinal label {text[0]!r} is not a number, so the labels have no "
+                     f"order; give it from lowest to highest with --classes (e.g. --classes {shown})")
+
+
+def _read_groups(args, data, task_col: str):
+    """The task -> group Series of ``--group-col`` and the ``--positive`` class, checked
+    against the answers before the fit: (where the groups were read, groups, positive)."""
+    import pandas as pd
+
+    from .core.tables import check_writable, read_table
+    from .fairness import task_groups
+
+    if args.group_report:
+        check_writable(args.group_report)
+    src = args.tasks or args.input
+    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
+    positive = data.classes[-1]
+    if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
+        match = [c for c in data.classes if str(c) == args.positive]
+        if not match:
+            raise UsageError(f"--positive {args.positive!r} is not a class of the answers "
+                             f"({list(map(str, data.classes))[:10]})")
+        positive = match[0]
+    groups = pd.Series(table[args.group_col].to_numpy(), index=_ids_like(table[task_col], data.tasks))
+    try:
+        groups = task_groups(groups, data.tasks)
+    except ValueError as exc:
+        raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
+    return src, groups, positive
+
+
+def _group_report(args, est, data, src, groups, positive) -> None:
     """Per-group accuracy, positive rate, TPR/FPR/FNR (stderr; CSV with --group-report)."""
     import pandas as pd
 
-    from .core.tables import read_table
     from .fairness import disparities, group_report
 
-    src = args.tasks or args.input
-    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
-    groups = table.set_index(task_col)[args.group_col]
-    positive = args.positive if args.positive is not None else data.classes[-1]
-    if positive not in set(data.classes):
-        raise UsageError(f"--positive {positive!r} is not a class of the answers ({list(data.classes)})")
     truth = None
     if data.truth is not None and bool((data.truth >= 0).any()):
         known = data.truth >= 0
         truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
-    try:
-        report = group_report(est.labels_, truth, groups, positive=positive)
-    except ValueError as exc:
-        raise UsageError(f"{src}: column {args.group_col!r}: {exc}") from None
-    gaps = disparities(report)
+    report = group_report(est.labels_, truth, groups, positive=positive)
+    # a gap over fewer than two groups with the rate defined (e.g. no gold) is not a number
+    gaps = {k: "n/a" if v != v else f"{v:.4f}" for k, v in disparities(report).items()}
     print(f"groups ({args.group_col}; positive class {positive!r}):\n{report.round(4).to_string()}", file=sys.stderr)
-    print("disparities: " + ", ".join(f"{k} {v:.4f}" for k, v in gaps.items()), file=sys.stderr)
+    print("disparities: " + ", ".join(f"{k} {v}" for k, v in gaps.items()), file=sys.stderr)
     if args.group_report:
         _write(report.reset_index(), args.group_report)
 
@@ -611,12 +733,17 @@ def _unit_id(index_value):
 
 def _cmd_preferences(args) -> int:
     """Preference annotations -> a preference per (prompt, pair), and DPO-ready JSON Lines."""
-    from .core.tables import check_writable
+    from .core.tables import check_writable, naming_file
     from .pairwise.preferences import PreferenceAggregator, Preferences
 
     if args.out:
         check_writable(args.out)
-    prefs = Preferences.from_csv(args.input)
+    if args.dpo:  # JSON Lines whatever its name; its folder is checked now, not after the fit
+        check_writable(args.dpo, table=False)
+    if not 0.0 <= args.min_confidence <= 1.0:
+        raise UsageError(f"--min-confidence is a probability in [0, 1]; got {args.min_confidence}")
+    with naming_file(args.input):
+        prefs = Preferences.from_csv(args.input)
     params = _parse_params(args.param)
     agg = PreferenceAggregator(method=args.method, params=params or None,
                                random_state=0 if args.seed is None else args.seed)
@@ -632,29 +759,34 @@ def _cmd_preferences(args) -> int:
 
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
-    from .core.tables import read_table
+    from .core.data import CrowdLabels
+    from .core.tables import naming_file, read_table
 
     if args.budget < 1:
         raise ValueError(f"--budget must be >= 1, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
-    frame = read_table(args.input, columns=cols).rename(
-        columns={args.task_col: "task", args.worker_col: "worker", args.label_col: "label"})
+    with naming_file(args.input):
+        answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
+                                         first_line=_first_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
                       worker_strategy=args.worker_strategy if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
-    loop.observe(frame[["task", "worker", "label"]])
+    loop.observe(answers)
     tasks = None
     if args.tasks:
-        tasks = read_table(args.tasks, columns=["task"])["task"]
+        tasks = _ids_like(read_table(args.tasks, columns=["task"])["task"], answers.tasks)
     workers = None
     if args.workers:
-        workers = read_table(args.workers, columns=["worker"])["worker"]
-        if len(workers) == 0:
-            raise ValueError(f"{args.workers}: no workers listed")
+        workers = _ids_like(read_table(args.workers, columns=["worker"])["worker"], answers.workers)
     pick = loop.suggest(args.budget, tasks=tasks, workers=workers)
     _write(pick, args.out)
+    why = ""
+    if len(pick) < args.budget:  # say why fewer: a short pool, or listed workers who answered all
+        pool = len(set(tasks)) if tasks is not None else answers.n_tasks
+        why = (f"; the pool has {pool} task(s)" if workers is None else
+               f"; the pool has {pool} task(s), {len(pick)} of them not yet answered by a listed worker")
     print(f"next: {len(pick)} of {args.budget} suggestions ({args.strategy}; {loop.answers_.n_labels} answers "
-          f"so far, method {args.method})", file=sys.stderr)
+          f"so far, method {args.method}{why})", file=sys.stderr)
     return 0
 
 
@@ -663,13 +795,17 @@ def _cmd_report(args) -> int:
 
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.tables import read_table
+    from .core.tables import check_writable, naming_file, read_table
     from .report import summarize
 
+    check_writable(args.out, table=False)  # now, not after the fits
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
-    data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=2)
+    truth = _gold_ids_of(truth, frame[cols[0]])
+    with naming_file(args.input, args.gold):
+        data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=_first_line(args.input))
+    _note_unmatched_gold(args, truth, data.tasks)
     names = args.method or ["ds"]
     rows, main_fit = [], None
     for name in names:
@@ -841,11 +977,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning of a method as one line, as errors are (not the file, line and source of
+    the call that raised it)."""
+    text = str(message).strip().splitlines()
+    print(f"crowdlearn: warning: {text[0] if text else category.__name__}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():  # restores the default display on the way out
+            if not args.debug:
+                warnings.showwarning = _show_warning
+            return args.func(args)
     except BrokenPipeError:  # the reader went away (`| head`): not an error of ours
         sys.stderr = open(os.devnull, "w")  # silence the flush at interpreter exit
         return 0

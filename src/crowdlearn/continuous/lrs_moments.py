@@ -48,7 +48,9 @@ def worker_covariances(data, min_shared: int):
     b = sp.csr_matrix((np.ones(data.n_answers), (data.task, data.worker)), shape=shape)
     prod = (a.T @ a).tocoo()
     counts = (b.T @ b).tocsr()
-    shared = np.asarray(counts[prod.row, prod.col]).ravel()
+    # no covariance at all (every answer equals its worker's mean): indexing with empty arrays
+    # returns a sparse matrix, not an array
+    shared = np.asarray(counts[prod.row, prod.col]).ravel() if prod.nnz else np.zeros(0)
     keep = (prod.row < prod.col) & (shared >= min_shared)
     diag = worker_sums(data, centred**2) / np.maximum(n_w, 1)
     return (prod.row[keep], prod.col[keep], prod.data[keep] / shared[keep], shared[keep], diag,

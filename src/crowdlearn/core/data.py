@@ -30,6 +30,18 @@ def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray
         codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
     except TypeError:  # mixed, unorderable ids (e.g. 3 and "a"): keep appearance order
         codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
+    if uniques.dtype == object and pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
+        # 1 and "1" (a JSON Lines number and string) would be two ids written the same in
+        # every output table
+        seen: dict[str, Any] = {}
+        for value in uniques:
+            other = seen.setdefault(str(value), value)
+            if other is not value:
+                raise ValueError(
+                    f"{what} id {str(value)!r} is two different values, of types "
+                    f"{type(other).__name__} and {type(value).__name__}; give the {what} column "
+                    "one type"
+                )
     return codes, pd.Index(uniques, name=what)
 
 
@@ -475,8 +487,11 @@ class CrowdLabels:
             pos = task_index.get_indexer(truth_s.index)
             cls_codes = class_index.get_indexer(truth_s)
             if np.any(cls_codes < 0):
-                bad_val = truth_s.to_numpy()[cls_codes < 0][0]
-                raise ValueError(f"gold label {bad_val!r} is not one of the classes")
+                first = int(np.flatnonzero(cls_codes < 0)[0])
+                bad_val, bad_task = truth_s.iloc[first], truth_s.index[first]
+                bad_val = bad_val.item() if isinstance(bad_val, np.generic) else bad_val
+                raise ValueError(f"gold label {bad_val!r} of task {bad_task!r} is not one of the "
+                                 f"classes {list(class_index)[:10]}")
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
             truth_codes[pos[ok]] = cls_codes[ok]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .data import CrowdLabels
-from .tables import detect_format, read_table, write_table
+from .tables import detect_format, naming_file, read_table, write_table
 
 __all__ = ["read_table", "write_table", "detect_format", "load_folder", "folder_kind"]
 
@@ -60,10 +60,11 @@ def load_folder(path: str | Path, with_features: bool = False):
             raise FileNotFoundError(f"{path}: no labels.csv in this folder")
         labels_file = gz
     df = read_table(labels_file, columns=("task", "worker", "label"), fmt="csv")
-    truth = None
+    truth = truth_file = None
     for name in ("truth.csv", "truth.csv.gz"):
         if (path / name).exists():
-            t = read_table(path / name, columns=("task", "truth"), fmt="csv")
+            truth_file = path / name
+            t = read_table(truth_file, columns=("task", "truth"), fmt="csv")
             truth = t.set_index("task")["truth"]
             break
     features = None
@@ -72,8 +73,9 @@ def load_folder(path: str | Path, with_features: bool = False):
         col = "task" if "task" in order.columns else order.columns[0]
         features = pd.DataFrame(np.load(path / "features.npy"), index=order[col].to_numpy())
         features = features[~features.index.duplicated()]
-    if features is not None:
-        # tasks with features but no answers stay (end-to-end learning can use them)
-        labels = CrowdLabels.from_frame(df, truth=truth, all_tasks=features.index, first_line=2)
-        return labels.with_features(features)
-    return CrowdLabels.from_frame(df, truth=truth, first_line=2)  # errors name labels.csv lines
+    with naming_file(labels_file, truth_file):  # errors name labels.csv and its lines
+        if features is not None:
+            # tasks with features but no answers stay (end-to-end learning can use them)
+            labels = CrowdLabels.from_frame(df, truth=truth, all_tasks=features.index, first_line=2)
+            return labels.with_features(features)
+        return CrowdLabels.from_frame(df, truth=truth, first_line=2)

@@ -9,13 +9,15 @@ is wrong, so the CLI can print one line instead of a traceback.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns"]
+__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns",
+           "naming_file"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -54,7 +56,37 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:
     if missing:
         raise ValueError(
             f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
+            + _column_hint(missing, df.columns, path)
         )
+
+
+def _column_hint(missing, present, path) -> str:
+    """Why the columns look missing, when the header says: spaces around names, or another
+    separator than the one the file name implies."""
+    names = [str(c) for c in present]
+    spaced = [c for c in names if c != c.strip() and c.strip() in missing]
+    if spaced:
+        return f" (the name {spaced[0]!r} has spaces around it; remove them from the header)"
+    if len(names) == 1:
+        for sep, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
+            if sep in names[0]:
+                ext = {"\t": ".tsv", ",": ".csv"}.get(sep)
+                fix = f"name it {Path(path).stem}{ext}" if ext else "convert it to commas or tabs"
+                return f" (the header looks separated by {word}; {fix})"
+    return ""
+
+
+@contextmanager
+def naming_file(path, gold=None) -> Iterator[None]:
+    """Errors about rows, raised while the answers read from ``path`` become a table, start
+    with the file's name (those about gold values with ``gold``'s), as the readers' own do."""
+    try:
+        yield
+    except ValueError as exc:
+        where = gold if gold and str(exc).startswith("gold") else path
+        if str(exc).startswith(str(where)):
+            raise
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def read_table(
@@ -197,14 +229,15 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
     return pd.DataFrame(columns)
 
 
-def check_writable(path: str | Path) -> None:
+def check_writable(path: str | Path, table: bool = True) -> None:
     """Raise the ``ValueError`` that :func:`write_table` would raise for ``path``, now.
 
     For callers that write only after long work (the CLI reads and fits first): an unknown
     extension, Parquet without pyarrow or a missing folder is reported before any of it.
+    ``table=False``: a file of another kind (an HTML page), whose folder only is checked.
     """
     path = Path(path)
-    fmt = detect_format(path)
+    fmt = detect_format(path) if table else None
     if fmt == "parquet":
         try:
             import pyarrow  # noqa: F401  (imported by the write anyway)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..core.io import folder_kind, load_folder, read_table
+from ..core.tables import naming_file
 
 __all__ = ["load", "list", "list_datasets", "available", "shared_root", "load_folder", "folder_kind",
            "DATA_DIR"]
@@ -152,9 +153,13 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
             folder = base / name
         elif Path(name).is_dir():
             folder = Path(name)
+        elif Path(name).exists():
+            raise ValueError(f"{name}: not a folder; a dataset is a folder holding labels.csv "
+                             "(pairs.csv for comparisons) and optionally truth.csv")
         else:
             known = ", ".join(list_datasets(root).index) if base is not None else ", ".join(available())
-            raise ValueError(f"unknown dataset {name!r}; known datasets: {known}")
+            what = "no such folder, nor a known dataset" if os.sep in str(name) else "unknown dataset"
+            raise ValueError(f"{what} {name!r}; known datasets: {known}")
     kind = kind or folder_kind(folder)
     if kind in ("classification", "ordinal", "learning"):
         return load_folder(folder, with_features=with_features)
@@ -176,11 +181,13 @@ def _load_answers(path: Path, kind: str):
             # the shared format's pairwise gold is a group or rank per item: 1 = best
             truth = read_truth(path / "truth.csv", item="task", value="truth", group=group,
                                lower_is_better=True)
-        return table.from_frame(answers, group=group, truth=truth, first_line=2)
+        with naming_file(path / "pairs.csv", path / "truth.csv"):
+            return table.from_frame(answers, group=group, truth=truth, first_line=2)
     truth = None
     if (path / "truth.csv").exists():
         truth = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv").set_index("task")["truth"]
-    return table.from_csv(path / "labels.csv", truth=truth)
+    with naming_file(path / "labels.csv", path / "truth.csv"):
+        return table.from_csv(path / "labels.csv", truth=truth)
 
 
 

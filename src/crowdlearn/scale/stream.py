@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, factorize_ids
+from ..core.data import CrowdLabels, factorize_ids, row_list
+from ..core.tables import require_columns
 from ..core.kernels import resolve_n_jobs
 from .coding import Coding, Columns, bucket_of
 from .driver import apply_output, collect_results, fit_program, running_sum
@@ -79,9 +80,12 @@ def read_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
         first = frame.index[0] if len(frame) else 0
         where = f"{f}, answers {first:,} to {first + len(frame) - 1:,} (0-based)"
         for col in columns.names:
-            bad = frame[col].isna().to_numpy()
-            if bad.any():
-                raise ValueError(f"{f}: missing value in column {col!r} at answer {first + int(np.argmax(bad)):,} (0-based)")
+            bad = np.array(frame[col].isna())
+            if bad.any():  # CSV rows by file line (header = line 1), as the in-memory reader
+                bad[int(np.argmax(bad)) + 1:] = False
+                at = row_list(bad, first + 2) if f.suffix.lower() not in _PARQUET else \
+                    f"row position {first + int(np.argmax(bad)):,}"
+                raise ValueError(f"{f}: missing value in column {col!r} at {at}")
         yield where, frame
 
 
@@ -94,9 +98,7 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
                 pf = pq.ParquetFile(f)
             except Exception as exc:  # pyarrow's ArrowInvalid / OSError: say which file
                 raise ValueError(f"{f}: not a readable Parquet file ({exc})") from None
-            missing = [c for c in columns.names if c not in pf.schema_arrow.names]
-            if missing:
-                raise ValueError(f"{f}: missing column(s) {missing}; it has {pf.schema_arrow.names}")
+            require_columns(pd.DataFrame(columns=pf.schema_arrow.names), columns.names, f)
             start = 0
             for batch in pf.iter_batches(batch_size=chunk_answers, columns=columns.names):
                 frame = batch.to_pandas()
@@ -105,6 +107,13 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
                 yield f, frame
         else:
             sep = "\t" if f.suffix.lower() == ".tsv" else ","
+            try:  # the header first: a missing column is named as the in-memory reader does
+                header = pd.read_csv(f, sep=sep, nrows=0)
+            except pd.errors.EmptyDataError:
+                raise ValueError(f"{f}: the file is empty") from None
+            except ValueError as exc:
+                raise ValueError(f"{f}: {exc}") from None
+            require_columns(header, columns.names, f)
             try:
                 reader = pd.read_csv(f, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
                                      usecols=columns.names, chunksize=chunk_answers)
@@ -249,7 +258,8 @@ def fit_stream(estimator, source: Any, *, columns: Columns = Columns(), classes:
             workers = [workers[0].append(workers[1:]).unique()]
             labels = [labels[0].append(labels[1:]).unique()]
     if n_answers == 0:
-        raise ValueError("no crowd answers to aggregate")
+        raise ValueError(f"{files[0]}: no rows" if len(files) == 1 else
+                         f"no rows in any of the {len(files)} files ({files[0]}, ...)")
     coding = Coding.from_values(workers[0].append(workers[1:]).unique(), labels[0].append(labels[1:]).unique(), classes)
     n_buckets = max(1, math.ceil(n_answers / chunk_answers))
     tmp = None

@@ -69,6 +69,9 @@ def pairwise_crowd(n_items: int = 200, n_workers: int = 50, n_comparisons: int =
         Extra items listed in the table (with planted scores) but never compared.
     seed : int, default 0
     """
+    if n_items < 2 or n_workers < 1 or n_comparisons < 0:
+        raise ValueError(f"need n_items >= 2 (a comparison has two), n_workers >= 1 and "
+                         f"n_comparisons >= 0; got {n_items}, {n_workers}, {n_comparisons}")
     rng = resolve_generator(seed)
     scores = rng.normal(0.0, score_scale, n_items + n_uncompared)
     n_bad = int(round(frac_unreliable * n_workers))
