@@ -144,6 +144,12 @@ class NoisyBT(PairwiseEstimator):
     ``pairwise-noisybt-prior`` of benchmarks/RESULTS.md) scans scenarios (reversers,
     guessers with position bias, NoisyBT's own guessing model, all-reliable crowds, skewed
     worker activity, a design that shows the better item more often on one side) x seeds.
+    There (32 scenarios x 3 seeds) the mean Kendall tau against the planted scores is 0.730,
+    against 0.715 with the former prior and 0.670 for ``bt``; no scenario loses more than
+    0.002 against the former prior, while a fixed strong prior (``lambda`` 10 or 100) loses
+    up to 0.19 where 30% of the workers reverse.  Neither the starting point (Bradley-Terry
+    or zero scores, any common ``g``) nor early stopping matters: the MAP fit reaches the
+    same optimum from all of them (checked on music_similarity_pairs, strict answers).
 
     Parameters
     ----------
