@@ -57,7 +57,8 @@ from crowdlearn.diagnostics.pairwise_metrics import kendall_tau, ndcg_at_k, spea
 from crowdlearn.pairwise.data import Comparisons, read_truth  # noqa: E402
 from crowdlearn.simulate.pairwise import pairwise_crowd  # noqa: E402
 
-DATA = HERE.parent.parent / "shared" / "data"
+#: the real data sets: $CROWDLEARN_SHARED_DATA, else ../shared/data beside the checkout
+DATA = Path(os.environ.get("CROWDLEARN_SHARED_DATA") or HERE.parent.parent / "shared" / "data")
 MUSIC = DATA / "music_similarity_pairs"
 OURS = list(crowdlearn.methods(kind="pairwise"))
 #: crowd-kit runs: (label, method, n_iter, tol) -- BradleyTerry has no default n_iter
@@ -74,7 +75,11 @@ def _metrics(scores: pd.Series, truth: pd.Series, groups: pd.Series | None) -> d
 
 #: non-default settings reported for sensitivity only (defaults were set on synthetic data:
 #: Kendall tau within +-0.004 for prior_strength 0.01..3 there)
-VARIANTS = {"bt (prior_strength=0.01, sensitivity)": ("bt", {"prior_strength": 0.01})}
+VARIANTS = {"bt (prior_strength=0.01, sensitivity)": ("bt", {"prior_strength": 0.01}),
+            "noisy-bt (0.1.0 prior N(0,10) on q, g; before)":
+                ("noisy-bt", {"worker_prior": 0.1, "population": False})}
+#: extra random_state values of crowd-kit's NoisyBradleyTerry (its start is random) on music
+CROWDKIT_NBT_SEEDS = [1, 2, 3, 4]
 
 
 def _fit_ours(name: str, data: Comparisons):
@@ -120,13 +125,38 @@ def _compare(dataset: str, data: Comparisons, csv: Path | None, group_col: str |
     return rows
 
 
+def _crowdkit_nbt_seed_rows(dataset: str, data: Comparisons, csv: Path,
+                            group_col: str | None) -> list[dict]:
+    """crowd-kit's NoisyBradleyTerry at other random_state values, with the iterations and
+    message its L-BFGS-B reported (``investigations/_crowdkit_noisybt_seeds.py``)."""
+    script = HERE / "investigations" / "_crowdkit_noisybt_seeds.py"
+    cmd = [str(VENV_PY), str(script), "--csv", str(csv), "--seeds", *map(str, CROWDKIT_NBT_SEEDS)]
+    if group_col:
+        cmd += ["--group-col", group_col]
+    out = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True, check=True).stdout)
+    truth = data.truth_series()
+    groups = pd.Series(data.item_group, index=data.items) if data.grouped else None
+    rows = []
+    for seed, res in out.items():
+        scores = pd.Series(res["scores"], dtype=float)
+        rows.append({"dataset": dataset, "library": "crowd-kit 1.4.2",
+                     "method": f"NoisyBradleyTerry (random_state={seed})",
+                     **_metrics(scores, truth, groups),
+                     "note": f"L-BFGS-B stopped after {res['nit']} iterations: {res['message']}"})
+    return rows
+
+
 def _strict_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[(frame["label"] == frame["left"]) | (frame["label"] == frame["right"])]
 
 
 def accuracy_rows(seeds: int, use_crowdkit: bool, tmp: Path) -> list[dict]:
     rows = []
-    if (MUSIC / "pairs.csv").exists():
+    if not (MUSIC / "pairs.csv").exists():
+        print(f"{MUSIC} missing (set CROWDLEARN_SHARED_DATA): synthetic rows only",
+              file=sys.stderr)
+    else:
         truth = read_truth(MUSIC / "truth.csv", group="query", lower_is_better=True)
         full = Comparisons.from_csv(MUSIC / "pairs.csv", group="query", truth=truth)
         rows += _compare("music_similarity_pairs (all 2805, ties included)", full, None,
@@ -136,8 +166,10 @@ def accuracy_rows(seeds: int, use_crowdkit: bool, tmp: Path) -> list[dict]:
         strict_csv = tmp / "music_strict.csv"
         strict.to_csv(strict_csv, index=False)
         data = Comparisons.from_frame(strict, group="query", truth=truth)
-        rows += _compare(f"music_similarity_pairs (strict only, {len(strict)})", data,
-                         strict_csv, "query", use_crowdkit)
+        title = f"music_similarity_pairs (strict only, {len(strict)})"
+        rows += _compare(title, data, strict_csv, "query", use_crowdkit)
+        if use_crowdkit:
+            rows += _crowdkit_nbt_seed_rows(title, data, strict_csv, "query")
     scenarios = {
         "synthetic reversers (200 items, 30% eta<0.35)": dict(frac_unreliable=0.3),
         "synthetic guessers + position bias": dict(frac_unreliable=0.3,
@@ -289,7 +321,15 @@ def main(argv=None) -> int:
                  "for crowd-bt / noisy-bt on sparse ones); the `prior_strength=0.01` row shows "
                  "what the prior costs on music_similarity_pairs, whose truth the data set's "
                  "authors derived from these same answers (its SOURCE.md), which favours the "
-                 "unregularised fit. Time: seconds of fit (one run; shared 2-core machine).")
+                 "unregularised fit. noisy-bt: hierarchical prior on each worker's skill and "
+                 "position bias (population means fitted, precisions by empirical Bayes; "
+                 "chosen on synthetic crowds only, section pairwise-noisybt-prior); the "
+                 "`0.1.0 prior` row is the former prior `N(0, 10)`, for before/after. "
+                 "crowd-kit's NoisyBradleyTerry starts from a random point and its L-BFGS-B "
+                 "stops after a few iterations (its gradient is wrong, section "
+                 "pairwise-crowdkit-noisybt-gradient), so its scores depend on "
+                 "`random_state`: the rows at random_state 1-4 show by how much. Time: "
+                 "seconds of fit (one run; shared 2-core machine).")
         if acc_md:
             write_section("pairwise-accuracy", intro + "\n\n" + acc_md)
         if not args.skip_speed:
