@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
@@ -63,6 +65,6 @@ class BradleyTerry(PairwiseEstimator):
         s, theta, history, n_iter = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
                                           self.prior_strength, self.max_iter, self.tol)
         return PairwiseFit(
-            scores=s, info=pair_info(s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
+            scores=s, info=partial(pair_info, s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, self.prior_strength)[2], history=history,
             extra={"theta_": theta, "n_iter_": n_iter})

@@ -26,6 +26,9 @@ LEFT, RIGHT, TIE = 0, 1, 2
 TIE_MARKERS = ("tie", "draw", "=")
 #: separator between the group and the item in the unit id of grouped comparisons
 GROUP_SEP = "::"
+#: :meth:`Comparisons.pair_index` numbers the pairs in a dense array of ``n_items^2`` entries
+#: while that is at most this many per comparison (16 bytes each at the peak)
+DENSE_PAIRS_PER_COMPARISON = 4
 
 
 def _text(values: pd.Series) -> np.ndarray:
@@ -168,17 +171,64 @@ class Comparisons(AnswerTable):
     def comparisons_per_worker(self) -> np.ndarray:
         return np.bincount(self.worker, minlength=self.n_workers)
 
+    def pair_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The comparisons' distinct unordered item pairs, cached on the table.
+
+        Returns
+        -------
+        codes : (L,) int64
+            Per comparison, the index of its pair in ``a`` and ``b``.
+        swap : (L,) bool
+            Whether the comparison's left item is the pair's ``b`` (the larger item code).
+        a, b : (n_pairs,) int64
+            The pairs' item codes, ``a < b``, sorted by ``a`` and then ``b``.
+
+        Notes
+        -----
+        A pair is the code ``a * n_items + b``.  When ``n_items^2`` is at most
+        :data:`DENSE_PAIRS_PER_COMPARISON` times the number of comparisons (and for any table
+        up to ``2^20`` possible pairs), the codes are counted in a dense array of that size
+        and numbered by a cumulative sum: two sequential passes, several times faster than
+        the hash factorisation used above that size, whose memory stays O(L).
+        """
+        got = self._cache.get("pairs")
+        if got is None:
+            n = max(self.n_items, 1)
+            swap = self.left > self.right
+            low = np.minimum(self.left, self.right).astype(np.int64)
+            key = low * n + np.maximum(self.left, self.right)
+            if n * n <= max(DENSE_PAIRS_PER_COMPARISON * self.n_comparisons, 1 << 20):
+                present = np.bincount(key, minlength=n * n) > 0
+                uniques = np.flatnonzero(present)
+                number = np.cumsum(present, dtype=np.int64)
+                codes = number[key] - 1
+            else:
+                codes, uniques = pd.factorize(key, sort=True)
+                codes = codes.astype(np.int64, copy=False)
+                uniques = np.asarray(uniques, dtype=np.int64)
+            got = (codes, swap, uniques // n, uniques % n)
+            freeze(*got)
+            self._cache["pairs"] = got
+        return got
+
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components of the comparison graph (items = nodes, compared pairs =
-        edges): ``(count, label per item)``.  An item never compared is its own component."""
+        edges): ``(count, label per item)``.  An item never compared is its own component.
+
+        Built on the distinct pairs of :meth:`pair_index` (which the fits need anyway): sorted
+        and free of duplicates, they are a CSR matrix as they stand, so scipy does not sort
+        the L comparisons.
+        """
         got = self._cache.get("components")
         if got is None:
             import scipy.sparse as sp
             from scipy.sparse.csgraph import connected_components
 
             n = self.n_items
-            graph = sp.coo_matrix((np.ones(self.n_comparisons, dtype=np.int8),
-                                   (self.left, self.right)), shape=(n, n)).tocsr()
+            _, _, a, b = self.pair_index()
+            indptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(a, minlength=n), out=indptr[1:])
+            graph = sp.csr_matrix((np.ones(len(a), dtype=np.int8), b, indptr), shape=(n, n))
             count, labels = connected_components(graph, directed=False)
             labels.flags.writeable = False
             got = self._cache["components"] = (int(count), labels)
