@@ -299,9 +299,11 @@ class Comparisons(AnswerTable):
         same = left_t == right_t
         if same.any():
             raise ValueError(f"self-comparison (left == right) at {row_list(same, first_line)}")
-        outcome = np.full(len(df), -1, dtype=np.int8)
-        outcome[label_t == left_t] = LEFT
-        outcome[label_t == right_t] = RIGHT
+        # left and right differ on every row, so a label matches at most one side:
+        # RIGHT (1) where it is the right id, -1 where it is neither (a tie marker or an
+        # error), LEFT (0) otherwise -- bool arithmetic, a tenth of masked assignments' cost
+        is_left, is_right = label_t == left_t, label_t == right_t
+        outcome = is_right.view(np.int8) - (~(is_left | is_right)).view(np.int8)
         undecided = outcome < 0
         if undecided.any():
             marker = np.char.lower(np.char.strip(label_t[undecided].astype(str)))
