@@ -42,7 +42,8 @@ def _dense_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None
     # signed ids widen first (int8 127 - -128 overflows); unsigned ones cannot go below lo
     wide = values.astype(np.int64, copy=False) if values.dtype.kind == "i" else values
     base = wide.dtype.type(lo)
-    offset = (wide - base).astype(np.intp, copy=False)  # in [0, span)
+    # ids that start at 0 (codes already) need no shifted copy
+    offset = (wide - base if lo else wide).astype(np.intp, copy=False)  # in [0, span)
     present = np.bincount(offset, minlength=span) > 0
     number = np.cumsum(present, dtype=np.intp) - 1
     uniques = (np.flatnonzero(present).astype(wide.dtype) + base).astype(values.dtype)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..core.base import AnswerEstimator, Tags
 from ..core.params import check_params
+from .backend import compiled_pairwise, resolve_backend
 from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
 
 __all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "score_stderr",
@@ -84,6 +85,9 @@ def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> Pa
     n_pairs = len(a)
     out = data.outcome
     strict = out != TIE
+    if weights_left is None and resolve_backend("auto", len(codes)) == "numba":
+        counts = compiled_pairwise().count_outcomes(codes, swap, out, n_pairs)
+        return PairCounts(a=a, b=b, wins_a=counts[LEFT], wins_b=counts[RIGHT], ties=counts[TIE])
     if weights_left is None:
         # whole counts: the outcome seen from the pair's side (left and right swap places
         # when the left item is ``b``) indexes a column, and one unweighted bincount counts

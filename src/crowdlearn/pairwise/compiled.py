@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["rao_kupper_loop"]
+__all__ = ["rao_kupper_loop", "dense_pair_codes", "count_outcomes", "union_find_components"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -187,3 +187,89 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
                                   prior_strength)
         n_hist += 1
     return s, theta, history[:n_hist], steps
+
+
+@numba.njit(cache=True, nogil=True)
+def dense_pair_codes(left, right, n_items):
+    """:meth:`Comparisons.pair_index`'s dense numbering in three passes and no temporaries.
+
+    Marks every comparison's pair ``min * n_items + max`` in an ``int32`` array of
+    ``n_items^2`` entries, numbers the marked pairs in order (they come out sorted by ``a``,
+    then ``b``), and reads each comparison's number back.  Returns ``(codes, a, b)``.
+    """
+    number = np.zeros(n_items * n_items, dtype=np.int32)
+    for i in range(len(left)):
+        lo, hi = min(left[i], right[i]), max(left[i], right[i])
+        number[lo * n_items + hi] = 1
+    n_pairs = 0
+    for key in range(n_items * n_items):
+        n_pairs += number[key]
+    a = np.empty(n_pairs, dtype=np.int64)
+    b = np.empty(n_pairs, dtype=np.int64)
+    code = 0
+    for i in range(n_items):
+        for j in range(i + 1, n_items):
+            if number[i * n_items + j]:
+                number[i * n_items + j] = code
+                a[code] = i
+                b[code] = j
+                code += 1
+    codes = np.empty(len(left), dtype=np.int64)
+    for i in range(len(left)):
+        lo, hi = min(left[i], right[i]), max(left[i], right[i])
+        codes[i] = number[lo * n_items + hi]
+    return codes, a, b
+
+
+@numba.njit(cache=True, nogil=True)
+def count_outcomes(codes, swap, outcome, n_pairs):
+    """Whole-count merge of :func:`crowdlearn.pairwise.base.pair_counts`: a (3, n_pairs)
+    array of the wins of ``a``, the wins of ``b`` and the ties of every pair.
+
+    Counted in an (n_pairs, 3) ``int32`` table, so that a comparison touches one cache line
+    and the table is a third of float64 rows' size, then transposed to float64.
+    """
+    table = np.zeros((n_pairs, 3), dtype=np.int32)
+    for i in range(len(codes)):
+        side = outcome[i]
+        if side < 2 and swap[i]:  # the left item is b: left and right trade places
+            side = 1 - side
+        table[codes[i], side] += 1
+    counts = np.empty((3, n_pairs))
+    for k in range(n_pairs):
+        for side in range(3):
+            counts[side, k] = table[k, side]
+    return counts
+
+
+@numba.njit(cache=True, nogil=True)
+def union_find_components(a, b, n_items):
+    """Connected components of the graph with edges ``(a, b)``: ``(count, labels)``, labels
+    numbered in order of each component's smallest item (as scipy's ``connected_components``
+    numbers them)."""
+    parent = np.arange(n_items)
+    for k in range(len(a)):
+        x, y = a[k], b[k]
+        while parent[x] != x:  # path halving keeps the trees flat
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:
+            if x < y:
+                parent[y] = x
+            else:
+                parent[x] = y
+    labels = np.empty(n_items, dtype=np.int32)
+    count = 0
+    for i in range(n_items):
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        if root == i:  # the smallest item of its component: roots are the smallest items
+            labels[i] = count
+            count += 1
+        else:
+            labels[i] = labels[root]
+    return count, labels

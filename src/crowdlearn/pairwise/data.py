@@ -187,26 +187,34 @@ class Comparisons(AnswerTable):
         -----
         A pair is the code ``a * n_items + b``.  When ``n_items^2`` is at most
         :data:`DENSE_PAIRS_PER_COMPARISON` times the number of comparisons (and for any table
-        up to ``2^20`` possible pairs), the codes are counted in a dense array of that size
-        and numbered by a cumulative sum: two sequential passes, several times faster than
-        the hash factorisation used above that size, whose memory stays O(L).
+        up to ``2^20`` possible pairs), the codes are marked in a dense array of that size
+        and numbered by a cumulative sum (in one compiled loop,
+        :func:`crowdlearn.pairwise.compiled.dense_pair_codes`, when the
+        :mod:`~crowdlearn.pairwise.backend` is numba): sequential passes, several times
+        faster than the hash factorisation used above that size, whose memory stays O(L).
         """
         got = self._cache.get("pairs")
         if got is None:
+            from .backend import compiled_pairwise, resolve_backend
+
             n = max(self.n_items, 1)
             swap = self.left > self.right
-            low = np.minimum(self.left, self.right).astype(np.int64)
-            key = low * n + np.maximum(self.left, self.right)
-            if n * n <= max(DENSE_PAIRS_PER_COMPARISON * self.n_comparisons, 1 << 20):
+            if n * n > max(DENSE_PAIRS_PER_COMPARISON * self.n_comparisons, 1 << 20):
+                low = np.minimum(self.left, self.right).astype(np.int64)
+                codes, uniques = pd.factorize(low * n + np.maximum(self.left, self.right),
+                                              sort=True)
+                uniques = np.asarray(uniques, dtype=np.int64)
+                got = (codes.astype(np.int64, copy=False), swap, uniques // n, uniques % n)
+            elif resolve_backend("auto", self.n_comparisons) == "numba":
+                codes, a, b = compiled_pairwise().dense_pair_codes(self.left, self.right, n)
+                got = (codes, swap, a, b)
+            else:
+                low = np.minimum(self.left, self.right).astype(np.int64)
+                key = low * n + np.maximum(self.left, self.right)
                 present = np.bincount(key, minlength=n * n) > 0
                 uniques = np.flatnonzero(present)
                 number = np.cumsum(present, dtype=np.int64)
-                codes = number[key] - 1
-            else:
-                codes, uniques = pd.factorize(key, sort=True)
-                codes = codes.astype(np.int64, copy=False)
-                uniques = np.asarray(uniques, dtype=np.int64)
-            got = (codes, swap, uniques // n, uniques % n)
+                got = (number[key] - 1, swap, uniques // n, uniques % n)
             freeze(*got)
             self._cache["pairs"] = got
         return got
@@ -215,17 +223,26 @@ class Comparisons(AnswerTable):
         """Connected components of the comparison graph (items = nodes, compared pairs =
         edges): ``(count, label per item)``.  An item never compared is its own component.
 
-        Built on the distinct pairs of :meth:`pair_index` (which the fits need anyway): sorted
-        and free of duplicates, they are a CSR matrix as they stand, so scipy does not sort
-        the L comparisons.
+        Built on the distinct pairs of :meth:`pair_index` (which the fits need anyway): a
+        compiled union-find over them when the :mod:`~crowdlearn.pairwise.backend` is numba
+        (a few times faster than scipy), else scipy's ``connected_components`` on them as a
+        CSR matrix -- sorted and free of duplicates, they are one as they stand, so scipy does
+        not sort the L comparisons.  Labels are numbered alike by both.
         """
         got = self._cache.get("components")
         if got is None:
             import scipy.sparse as sp
             from scipy.sparse.csgraph import connected_components
 
+            from .backend import compiled_pairwise, resolve_backend
+
             n = self.n_items
             _, _, a, b = self.pair_index()
+            if resolve_backend("auto", len(a)) == "numba":
+                count, labels = compiled_pairwise().union_find_components(a, b, n)
+                labels.flags.writeable = False
+                got = self._cache["components"] = (int(count), labels)
+                return got
             indptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(np.bincount(a, minlength=n), out=indptr[1:])
             graph = sp.csr_matrix((np.ones(len(a), dtype=np.int8), b, indptr), shape=(n, n))
@@ -322,10 +339,14 @@ class Comparisons(AnswerTable):
             right_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), right_t.astype(str))
             left_vals = pd.Series(left_ids.astype(object))
             right_vals = pd.Series(right_ids.astype(object))
-        else:
+        elif not numeric:
             left_vals = df[left].reset_index(drop=True)
             right_vals = df[right].reset_index(drop=True)
-        pool = pd.concat([left_vals, right_vals], ignore_index=True)
+        if group is None and numeric and left_t.dtype == right_t.dtype:
+            # numpy's concatenation: a plain copy of the integers (pandas checks dtypes first)
+            pool = pd.Series(np.concatenate([left_t, right_t]))
+        else:
+            pool = pd.concat([left_vals, right_vals], ignore_index=True)
         if all_items is not None:
             pool = pd.concat([pool, pd.Series(list(all_items), dtype=object)], ignore_index=True)
         codes, items = factorize_ids(pool, "item")
