@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -74,7 +74,8 @@ class PairCounts:
 
 def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:
     """Merge the comparisons by unordered pair in O(L) (:meth:`Comparisons.pair_index`, then
-    bincount).
+    a bincount, or for whole counts with the numba back end one compiled pass,
+    :func:`crowdlearn.pairwise.compiled.count_outcomes`).
 
     ``weights_left`` (optional, per comparison, for fractional outcomes): the weight of
     "left wins" for a comparison answered left or right; ``1 - weight`` goes to the other
@@ -155,7 +156,9 @@ class PairwiseEstimator(AnswerEstimator):
         Standard error of each score (:func:`score_stderr`).  Computed on first access,
         not in ``fit``: up to :data:`DENSE_STDERR_MAX` items it inverts a dense
         items x items matrix, which at 1,000 items costs more than a Bradley-Terry fit on
-        10^6 comparisons.  ``fit`` keeps what it needs (the pairs' Fisher information).
+        10^6 comparisons.  Until then the estimator keeps what it needs (the pairs and
+        their Fisher information, or for ``bt`` and ``thurstone`` the merged pair counts it
+        is computed from), so a fitted estimator pickled before the first read carries them.
     worker_reliability_ : Series worker -> float
         Methods with a worker model only (see each method).
     n_components_ : int

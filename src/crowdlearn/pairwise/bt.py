@@ -48,6 +48,7 @@ class BradleyTerry(PairwiseEstimator):
     Attributes
     ----------
     scores_, ranks_, stderr_, history_ : see :class:`~crowdlearn.pairwise.base.PairwiseEstimator`
+        (``stderr_`` is computed on its first read, not by ``fit``).
     theta_ : float
         Rao-Kupper tie parameter.
     n_iter_ : int
