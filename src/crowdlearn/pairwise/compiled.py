@@ -40,15 +40,24 @@ def _pair_log_terms(p, theta, starts, b, big_a, big_b):
         pa = p[i]
         for k in range(starts[i], starts[i + 1]):
             pb = p[b[k]]
-            if theta == 1.0:  # both sums are p_a + p_b: one log
-                total += (big_a[k] + big_b[k]) * np.log(pa + pb)
-            else:
-                total += big_a[k] * np.log(pa + theta * pb) + big_b[k] * np.log(pb + theta * pa)
+            total += big_a[k] * np.log(pa + theta * pb) + big_b[k] * np.log(pb + theta * pa)
     return total
 
 
 @numba.njit(cache=True, nogil=True)
-def _loglik(s, theta, starts, b, big_a, big_b, numer, n_ties, prior_strength):
+def _pair_log_terms_no_ties(p, starts, b, big_ab):
+    """:func:`_pair_log_terms` at ``theta = 1``: one log of ``p_a + p_b`` per pair, weighted
+    by ``big_ab = big_a + big_b``."""
+    total = 0.0
+    for i in range(len(starts) - 1):
+        pa = p[i]
+        for k in range(starts[i], starts[i + 1]):
+            total += big_ab[k] * np.log(pa + p[b[k]])
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _loglik(s, theta, starts, b, big_a, big_b, big_ab, numer, n_ties, prior_strength):
     """Log-likelihood plus log prior at scores ``s`` (``loglik`` of ``rao_kupper_mm``)."""
     p = np.exp(s)
     value = 0.0
@@ -56,7 +65,10 @@ def _loglik(s, theta, starts, b, big_a, big_b, numer, n_ties, prior_strength):
     for i in range(len(s)):
         value += (numer[i] - prior_strength) * s[i]
         prior += s[i] - 2.0 * _log1p_exp(s[i])
-    value -= _pair_log_terms(p, theta, starts, b, big_a, big_b)
+    if theta == 1.0:
+        value -= _pair_log_terms_no_ties(p, starts, b, big_ab)
+    else:
+        value -= _pair_log_terms(p, theta, starts, b, big_a, big_b)
     if n_ties > 0:
         value += n_ties * np.log(theta * theta - 1.0)
     return value + prior_strength * prior
@@ -144,6 +156,7 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
     s = s0.copy()
     theta = theta0 if fit_theta else 1.0
     log_numer = np.log(numer)
+    big_ab = big_a + big_b  # theta = 1 reads one array per pair instead of two
     history = np.empty(max_iter // check_every + 2)
     n_hist = 0
     steps = 0
@@ -152,8 +165,8 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
     denom = np.empty(n)
     for step in range(max_iter):
         if check and step % check_every == 0:
-            history[n_hist] = _loglik(s, theta, starts, b, big_a, big_b, numer, n_ties,
-                                      prior_strength)
+            history[n_hist] = _loglik(s, theta, starts, b, big_a, big_b, big_ab, numer,
+                                      n_ties, prior_strength)
             n_hist += 1
             if n_hist > 1 and history[n_hist - 1] - history[n_hist - 2] < tol * n_answers * check_every:
                 stopped = True
@@ -173,7 +186,7 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
                     side_a += u + theta * v
                     denom[j] += theta * u + v
                 else:  # theta = 1: both denominators are p_a + p_b, one division
-                    w = (big_a[k] + big_b[k]) / (pa + pb)
+                    w = big_ab[k] / (pa + pb)
                     side_a += w
                     denom[j] += w
             denom[i] += side_a
@@ -183,7 +196,7 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
             theta = _theta_step(theta, np.exp(s), starts, b, big_a, big_b, n_ties)
         steps += 1
     if check and not stopped:
-        history[n_hist] = _loglik(s, theta, starts, b, big_a, big_b, numer, n_ties,
+        history[n_hist] = _loglik(s, theta, starts, b, big_a, big_b, big_ab, numer, n_ties,
                                   prior_strength)
         n_hist += 1
     return s, theta, history[:n_hist], steps
