@@ -321,6 +321,17 @@ def test_pair_index_dense_and_hash_numbering_agree(monkeypatch):
     assert np.all(a < b) and np.all(np.diff(a * n + b) > 0)  # sorted, distinct
     np.testing.assert_array_equal(np.where(swap, b[codes], a[codes]), table.left)
     np.testing.assert_array_equal(np.where(swap, a[codes], b[codes]), table.right)
+    # the compiled numbering and outcome counts of large tables
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise import compiled
+    from crowdlearn.pairwise.base import pair_counts
+
+    for h, c in zip((codes, a, b), compiled.dense_pair_codes(table.left, table.right, n)):
+        np.testing.assert_array_equal(h, c)
+    pc = pair_counts(table)  # small: the bincount path
+    counts = compiled.count_outcomes(codes, swap, table.outcome, len(a))
+    np.testing.assert_array_equal(counts, np.stack([pc.wins_a, pc.wins_b, pc.ties]))
+    assert counts.sum() == k and pc.ties.sum() == np.sum(table.outcome == 2)
 
 
 def test_components_count_and_label_items_like_scipy_on_the_comparisons():
@@ -334,6 +345,14 @@ def test_components_count_and_label_items_like_scipy_on_the_comparisons():
     assert count > 5
     assert data.components()[0] == count
     np.testing.assert_array_equal(data.components()[1], labels)
+    # the compiled union-find of large tables numbers them the same way
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise.compiled import union_find_components
+
+    _, _, a, b = data.pair_index()
+    got_count, got_labels = union_find_components(a, b, n)
+    assert got_count == count
+    np.testing.assert_array_equal(got_labels, labels)
 
 
 def test_stderr_is_computed_on_first_read_and_reset_by_refit():
