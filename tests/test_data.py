@@ -118,3 +118,20 @@ def test_from_codes_owns_its_arrays_sorted_or_not():
         pd.testing.assert_frame_equal(data.to_frame(), before)
         t[:] = [0, 0, 1, 2] if t is task else [2, 1, 0, 0]
         worker[:] = [0, 1, 1, 0]
+
+
+@pytest.mark.parametrize("values", [
+    np.array([5, 3, 3, 9, -2, 0]),                          # int64, negative, not from 0
+    np.array([-128, 127, 0, 127], dtype=np.int8),           # the full range of a small type
+    np.array([255, 0, 3, 3], dtype=np.uint8),
+    np.array([2**64 - 1, 2**64 - 5, 2**64 - 1], dtype=np.uint64),  # beyond int64
+    np.array([2**62, 1, 2**62]),                            # a range too wide: hash path
+    np.random.default_rng(0).integers(0, 1000, 20_000).astype(np.int32),
+])
+def test_factorize_ids_integer_fast_path_equals_pandas(values):
+    from crowdlearn.core.data import factorize_ids
+
+    codes, index = factorize_ids(pd.Series(values), "item")
+    want_codes, want_uniques = pd.factorize(pd.Series(values), sort=True)
+    np.testing.assert_array_equal(codes, want_codes)
+    assert index.equals(pd.Index(want_uniques, name="item")) and index.dtype == values.dtype

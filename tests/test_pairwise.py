@@ -309,3 +309,119 @@ def test_only_ties_and_one_sided_wins_stay_finite():
             assert np.all(np.isfinite(frame[["score", "stderr"]].to_numpy())), cls.__name__
     bt = BradleyTerry().fit(always)
     assert bt.ranks_.tolist() == [1, 2, 3]
+
+
+# ------------------------------------------------------------------- back ends and caches
+@pytest.mark.parametrize("tau, tol", [(0.0, 0.0), (0.0, None), (0.4, 1e-9), (0.4, None)])
+def test_rao_kupper_mm_numba_and_numpy_give_the_same_fit(tau, tol):
+    """The compiled loop (whole MM iteration, theta step, stopping rule) against the numpy one,
+    with and without ties, with the log-likelihood checks and without (tol=None)."""
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise.base import pair_counts
+    from crowdlearn.pairwise.likelihood import rao_kupper_mm
+
+    data, _ = pairwise_crowd(300, 30, 30_000, tau=tau, n_uncompared=3, seed=5)
+    pc = pair_counts(data)
+    s0 = np.random.default_rng(0).normal(0, 0.3, data.n_items)  # crowd-bt warm-starts
+    fits = {backend: rao_kupper_mm(pc, data.n_items, s0, 2.0, 1.0, 60, tol, backend=backend)
+            for backend in ("numpy", "numba")}
+    (s_np, th_np, hist_np, n_np), (s_nb, th_nb, hist_nb, n_nb) = fits["numpy"], fits["numba"]
+    assert n_nb == n_np and len(hist_nb) == len(hist_np)
+    assert (len(hist_np) == 0) == (tol is None) and (th_np > 1.0) == (tau > 0)
+    # without ties the two loops differ only in summation order; with ties the theta step's
+    # "did the objective not decrease" test can go either way when a step changes it by less
+    # than its rounding (near the optimum), so the back ends may take different valid steps
+    atol = 1e-10 if tau == 0 else 1e-6
+    np.testing.assert_allclose(hist_nb, hist_np, rtol=atol * 1e-2)
+    np.testing.assert_allclose(s_nb, s_np, rtol=0, atol=atol)
+    assert abs(th_nb - th_np) < atol
+
+
+def test_bt_scores_do_not_depend_on_the_back_end():
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise import backend
+
+    data, _ = pairwise_crowd(400, 20, 60_000, seed=6)
+    assert backend.resolve_backend("auto", 40_000) == "numba"
+    assert backend.resolve_backend("auto", backend.NUMBA_MIN_PAIRS - 1) == "numpy"
+    with pytest.raises(ValueError, match="backend"):
+        backend.resolve_backend("fast", 10)
+    auto = BradleyTerry(max_iter=30, tol=0).fit(data)
+    assert len(data.pair_index()[2]) >= backend.NUMBA_MIN_PAIRS  # so "auto" ran numba
+    from crowdlearn.pairwise.base import pair_counts
+    from crowdlearn.pairwise.likelihood import rao_kupper_mm
+
+    s, _, _, _ = rao_kupper_mm(pair_counts(data), data.n_items, np.zeros(data.n_items), 2.0,
+                               1.0, 30, 0.0, backend="numpy")
+    np.testing.assert_allclose(auto.scores_.to_numpy(), s, rtol=0, atol=1e-10)
+
+
+def test_pair_index_dense_and_hash_numbering_agree(monkeypatch):
+    from crowdlearn.pairwise import data as data_mod
+
+    rng = np.random.default_rng(1)
+    n, k = 1500, 4000  # n^2 > 2^20 and > 4 k: the hash path by default
+    left = rng.integers(0, n, k)
+    right = (left + rng.integers(1, n, k)) % n
+    table = Comparisons.from_codes(rng.integers(0, 5, k), left, right, rng.integers(0, 3, k),
+                                   n_items=n)
+    hashed = table.pair_index()
+    table._cache.clear()
+    monkeypatch.setattr(data_mod, "DENSE_PAIRS_PER_COMPARISON", n * n)
+    dense = table.pair_index()
+    for h, d in zip(hashed, dense):
+        np.testing.assert_array_equal(h, d)
+    codes, swap, a, b = dense
+    assert np.all(a < b) and np.all(np.diff(a * n + b) > 0)  # sorted, distinct
+    np.testing.assert_array_equal(np.where(swap, b[codes], a[codes]), table.left)
+    np.testing.assert_array_equal(np.where(swap, a[codes], b[codes]), table.right)
+    # the compiled numbering and outcome counts of large tables
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise import compiled
+    from crowdlearn.pairwise.base import pair_counts
+
+    for h, c in zip((codes, a, b), compiled.dense_pair_codes(table.left, table.right, n)):
+        np.testing.assert_array_equal(h, c)
+    pc = pair_counts(table)  # small: the bincount path
+    counts = compiled.count_outcomes(codes, swap, table.outcome, len(a))
+    np.testing.assert_array_equal(counts, np.stack([pc.wins_a, pc.wins_b, pc.ties]))
+    assert counts.sum() == k and pc.ties.sum() == np.sum(table.outcome == 2)
+
+
+def test_components_count_and_label_items_like_scipy_on_the_comparisons():
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    data, _ = pairwise_crowd(60, 5, 45, n_uncompared=4, seed=7)  # sparse: several components
+    n = data.n_items
+    graph = sp.coo_matrix((np.ones(len(data)), (data.left, data.right)), shape=(n, n))
+    count, labels = connected_components(graph, directed=False)
+    assert count > 5
+    assert data.components()[0] == count
+    np.testing.assert_array_equal(data.components()[1], labels)
+    # the compiled union-find of large tables numbers them the same way
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise.compiled import union_find_components
+
+    _, _, a, b = data.pair_index()
+    got_count, got_labels = union_find_components(a, b, n)
+    assert got_count == count
+    np.testing.assert_array_equal(got_labels, labels)
+
+
+def test_stderr_is_computed_on_first_read_and_reset_by_refit():
+    import pickle
+
+    with pytest.raises(AttributeError):
+        BradleyTerry().stderr_
+    big, _ = pairwise_crowd(50, 10, 3000, seed=8)
+    small, _ = pairwise_crowd(20, 10, 600, seed=9)
+    bt = BradleyTerry().fit(big)
+    assert bt._stderr is None  # not computed by fit
+    copy = pickle.loads(pickle.dumps(bt))  # the pending inputs pickle
+    first = bt.stderr_
+    assert bt.stderr_ is first and first.index.equals(big.items)
+    pd.testing.assert_series_equal(copy.stderr_, first)
+    bt.fit(small)
+    assert bt.stderr_.index.equals(small.items)
+    assert np.all(np.isfinite(bt.stderr_)) and len(bt.stderr_) == small.n_items

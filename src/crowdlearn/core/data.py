@@ -23,9 +23,40 @@ __all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "factorize_ids", "ro
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
 
+#: :func:`factorize_ids` numbers integer ids through a presence array over their range
+#: ``max - min + 1`` while that is at most this many times the number of values
+DENSE_IDS_PER_VALUE = 2
+
+
+def _dense_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Codes and sorted uniques of integer ids of a compact range, or None if it is not.
+
+    Marks the ids present in an array over their range and numbers them by a cumulative
+    sum: three sequential passes instead of a hash table, several times faster on the
+    integer ids of large tables, with the same result as ``pd.factorize(sort=True)``.
+    """
+    lo, hi = int(values.min()), int(values.max())
+    span = hi - lo + 1
+    if span > max(DENSE_IDS_PER_VALUE * len(values), 1 << 16):
+        return None
+    # signed ids widen first (int8 127 - -128 overflows); unsigned ones cannot go below lo
+    wide = values.astype(np.int64, copy=False) if values.dtype.kind == "i" else values
+    base = wide.dtype.type(lo)
+    # ids that start at 0 (codes already) need no shifted copy
+    offset = (wide - base if lo else wide).astype(np.intp, copy=False)  # in [0, span)
+    present = np.bincount(offset, minlength=span) > 0
+    number = np.cumsum(present, dtype=np.intp) - 1
+    uniques = (np.flatnonzero(present).astype(wide.dtype) + base).astype(values.dtype)
+    return number[offset], uniques
+
+
 def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, pd.Index]:
     """Codes and sorted uniques; falls back to first-appearance order for mixed types."""
     values = pd.Series(values, copy=False)
+    if len(values) and isinstance(values.dtype, np.dtype) and values.dtype.kind in "iu":
+        dense = _dense_int_codes(values.to_numpy())
+        if dense is not None:
+            return dense[0], pd.Index(dense[1], name=what)
     try:
         codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
     except TypeError:  # mixed, unorderable ids (e.g. 3 and "a"): keep appearance order

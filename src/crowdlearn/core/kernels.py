@@ -39,6 +39,7 @@ the M-step gives each block its own count table, summed in block order.
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from functools import lru_cache
@@ -48,7 +49,8 @@ from scipy.special import logsumexp
 
 from .data import CrowdLabels
 
-__all__ = ["estep", "mstep", "normalize_log", "resolve_backend", "NUMBA_MIN_LABELS"]
+__all__ = ["estep", "mstep", "normalize_log", "resolve_backend", "load_compiled",
+           "NUMBA_MIN_LABELS"]
 
 #: Below this many answers the sparse path wins (no JIT compilation cost).
 NUMBA_MIN_LABELS = 50_000
@@ -63,16 +65,29 @@ FLOAT32_MIN_LABELS = 500_000
 FLOAT32_ROW_MAX_ANSWERS = 1024
 
 
-@lru_cache(maxsize=1)
-def compiled_kernels():
-    """Compile (or load from cache) the fused loops; None when numba is unavailable."""
+@lru_cache(maxsize=None)
+def load_compiled(module: str):
+    """Import (and so compile or load from the disk cache) a module of numba loops.
+
+    Parameters
+    ----------
+    module : str
+        Absolute name of a module that imports numba at its top, e.g.
+        ``"crowdlearn.core.compiled"``.
+
+    Returns
+    -------
+    module or None
+        None when numba is unavailable or ``CROWDLEARN_DISABLE_NUMBA`` is set; callers then
+        run their pure-numpy loops.
+    """
     if os.environ.get("CROWDLEARN_DISABLE_NUMBA"):
         return None
     try:
-        from . import compiled as mod
+        return importlib.import_module(module)
     except ImportError as exc:
         # numba is a dependency of the main install, so a missing one is a broken or partial
-        # environment: say so once (lru_cache), then keep working on the numpy loops
+        # environment: say so once per module (lru_cache), then keep working on numpy loops
         warnings.warn(
             f"crowdlearn: numba is not importable ({exc}); large fits use the slower "
             "pure-numpy loops (pip install numba)",
@@ -80,24 +95,30 @@ def compiled_kernels():
             stacklevel=3,
         )
         return None
-    return mod
 
 
-def resolve_backend(backend: str, n_labels: int) -> str:
+def compiled_kernels():
+    """The fused EM loops (:mod:`crowdlearn.core.compiled`); None when numba is unavailable."""
+    return load_compiled("crowdlearn.core.compiled")
+
+
+def resolve_backend(backend: str, n_labels: int, min_size: int = NUMBA_MIN_LABELS,
+                    loader=compiled_kernels) -> str:
     """The back end a fit of ``n_labels`` answers uses: "numpy" or "numba".
 
-    "auto" gives numba from ``NUMBA_MIN_LABELS`` answers on when it is installed; below
-    that size numba is not even imported.  "numba" without numba is an ImportError.
+    "auto" gives numba from ``min_size`` answers on when ``loader()`` (a function returning
+    the compiled module or None) finds it; below that size numba is not even imported.
+    "numba" without numba is an ImportError.
     """
     if backend not in ("auto", "numba", "numpy"):
         raise ValueError(f"backend must be 'auto', 'numba' or 'numpy', got {backend!r}")
     if backend == "numpy":
         return "numpy"
-    if backend == "auto" and n_labels < NUMBA_MIN_LABELS:
+    if backend == "auto" and n_labels < min_size:
         # decided from the size alone: importing numba (and loading the compiled loops)
         # costs 1-2 s, more than the whole fit of a small input
         return "numpy"
-    have = compiled_kernels() is not None
+    have = loader() is not None
     if backend == "numba":
         if not have:
             raise ImportError("backend='numba' needs numba: pip install 'crowdlearn[fast]'")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,8 @@ import pandas as pd
 
 from ..core.base import AnswerEstimator, Tags
 from ..core.params import check_params
-from .data import LEFT, TIE, Comparisons, as_comparisons
+from .backend import compiled_pairwise, resolve_backend
+from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
 
 __all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "score_stderr",
            "DENSE_STDERR_MAX"]
@@ -39,7 +41,9 @@ class PairwiseFit:
     """What a method's ``_fit`` returns.
 
     scores : (n_items,) fitted scores, higher = better.
-    info : (n_rows,) Fisher information of each row of ``info_pairs`` about ``d = s_a - s_b``.
+    info : (n_rows,) Fisher information of each row of ``info_pairs`` about ``d = s_a - s_b``,
+        or a picklable function of no arguments that returns it (e.g. a
+        ``functools.partial``), called only when the standard errors are first read.
     info_pairs : (a, b) item codes of those rows.
     prior_curv : (n_items,) minus the second derivative of the log prior at ``scores``.
     reliability : (n_workers,) worker reliability, or None when the model has none.
@@ -48,7 +52,7 @@ class PairwiseFit:
     """
 
     scores: np.ndarray
-    info: np.ndarray
+    info: np.ndarray | Callable[[], np.ndarray]
     info_pairs: tuple[np.ndarray, np.ndarray]
     prior_curv: np.ndarray
     reliability: np.ndarray | None = None
@@ -68,40 +72,32 @@ class PairCounts:
     ties: np.ndarray
 
 
-def _pair_index(data: Comparisons):
-    """Per comparison: its unordered pair's code, whether left is the larger item code, and
-    the pairs' ``(a, b)`` items; one O(L) hash factorisation, cached on the table."""
-    got = data._cache.get("pairs")
-    if got is None:
-        left = data.left.astype(np.int64)
-        right = data.right.astype(np.int64)
-        swap = left > right
-        key = np.where(swap, right * data.n_items + left, left * data.n_items + right)
-        codes, uniques = pd.factorize(key, sort=True)
-        uniques = np.asarray(uniques, dtype=np.int64)
-        got = (codes, swap, uniques // max(data.n_items, 1), uniques % max(data.n_items, 1))
-        for arr in got:
-            arr.flags.writeable = False
-        data._cache["pairs"] = got
-    return got
-
-
 def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:
-    """Merge the comparisons by unordered pair in O(L) (hash factorisation, then bincount).
+    """Merge the comparisons by unordered pair in O(L) (:meth:`Comparisons.pair_index`, then
+    a bincount, or for whole counts with the numba back end one compiled pass,
+    :func:`crowdlearn.pairwise.compiled.count_outcomes`).
 
     ``weights_left`` (optional, per comparison, for fractional outcomes): the weight of
     "left wins" for a comparison answered left or right; ``1 - weight`` goes to the other
     side.  Ties always count 1.  Merging makes each iteration cost O(distinct pairs) and
     makes the result independent of which item was shown on the left.
     """
-    codes, swap, a, b = _pair_index(data)
+    codes, swap, a, b = data.pair_index()
     n_pairs = len(a)
     out = data.outcome
     strict = out != TIE
+    if weights_left is None and resolve_backend("auto", len(codes)) == "numba":
+        counts = compiled_pairwise().count_outcomes(codes, swap, out, n_pairs)
+        return PairCounts(a=a, b=b, wins_a=counts[LEFT], wins_b=counts[RIGHT], ties=counts[TIE])
     if weights_left is None:
-        w_left = (out == LEFT).astype(np.float64)
-    else:
-        w_left = np.where(strict, weights_left, 0.0)
+        # whole counts: the outcome seen from the pair's side (left and right swap places
+        # when the left item is ``b``) indexes a column, and one unweighted bincount counts
+        # all three columns at once
+        side = out ^ (swap & strict).astype(out.dtype)
+        counts = np.bincount(codes * 3 + side, minlength=3 * n_pairs).reshape(n_pairs, 3)
+        counts = np.array(counts.T, dtype=np.float64, order="C")  # contiguous rows
+        return PairCounts(a=a, b=b, wins_a=counts[LEFT], wins_b=counts[RIGHT], ties=counts[TIE])
+    w_left = np.where(strict, weights_left, 0.0)
     w_right = np.where(strict, 1.0 - w_left, 0.0)
     w_a = np.where(swap, w_right, w_left)  # a is the left item unless swapped
     w_b = np.where(swap, w_left, w_right)
@@ -157,7 +153,12 @@ class PairwiseEstimator(AnswerEstimator):
     ranks_ : Series item -> int
         1 = best; within each group for grouped comparisons; equal scores share the rank.
     stderr_ : Series item -> float
-        Standard error of each score (:func:`score_stderr`).
+        Standard error of each score (:func:`score_stderr`).  Computed on first access,
+        not in ``fit``: up to :data:`DENSE_STDERR_MAX` items it inverts a dense
+        items x items matrix, which at 1,000 items costs more than a Bradley-Terry fit on
+        10^6 comparisons.  Until then the estimator keeps what it needs (the pairs and
+        their Fisher information, or for ``bt`` and ``thurstone`` the merged pair counts it
+        is computed from), so a fitted estimator pickled before the first read carries them.
     worker_reliability_ : Series worker -> float
         Methods with a worker model only (see each method).
     n_components_ : int
@@ -182,12 +183,12 @@ class PairwiseEstimator(AnswerEstimator):
         scores = np.asarray(fitted.scores, dtype=np.float64)
         if not np.all(np.isfinite(scores)):  # a bug, not a data problem: never hand out NaN
             raise FloatingPointError(f"{type(self).__name__}: non-finite scores")
-        stderr = score_stderr(data.n_items, fitted.info_pairs[0], fitted.info_pairs[1],
-                              np.nan_to_num(fitted.info), fitted.prior_curv)
         items = data.items
         self.items_ = items
         self.scores_ = pd.Series(scores, index=items, name="score")
-        self.stderr_ = pd.Series(stderr, index=items, name="stderr")
+        # what stderr_ needs, computed on first access (see the class docstring)
+        self._stderr = None
+        self._stderr_inputs = (data.n_items, fitted.info_pairs, fitted.info, fitted.prior_curv)
         groups = data.group_codes()
         ranks = (pd.Series(-scores).groupby(groups).rank(method="min").to_numpy())
         self.ranks_ = pd.Series(ranks.astype(np.int64), index=items, name="rank")
@@ -200,6 +201,19 @@ class PairwiseEstimator(AnswerEstimator):
         for name, value in fitted.extra.items():
             setattr(self, name, value)
         return self
+
+    @property
+    def stderr_(self) -> pd.Series:
+        """Standard error of each score (:func:`score_stderr`), computed on first access."""
+        if getattr(self, "_stderr", None) is None:
+            if not hasattr(self, "_stderr_inputs"):
+                raise AttributeError(f"{type(self).__name__} has no stderr_ before fit")
+            n_items, (a, b), info, prior_curv = self._stderr_inputs
+            info = info() if callable(info) else info
+            stderr = score_stderr(n_items, a, b, np.nan_to_num(info), prior_curv)
+            self._stderr = pd.Series(stderr, index=self.items_, name="stderr")
+            del self._stderr_inputs  # the pair arrays are not needed any more
+        return self._stderr
 
     def _fit(self, data: Comparisons) -> PairwiseFit:
         raise NotImplementedError

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
@@ -46,6 +48,7 @@ class BradleyTerry(PairwiseEstimator):
     Attributes
     ----------
     scores_, ranks_, stderr_, history_ : see :class:`~crowdlearn.pairwise.base.PairwiseEstimator`
+        (``stderr_`` is computed on its first read, not by ``fit``).
     theta_ : float
         Rao-Kupper tie parameter.
     n_iter_ : int
@@ -63,6 +66,6 @@ class BradleyTerry(PairwiseEstimator):
         s, theta, history, n_iter = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
                                           self.prior_strength, self.max_iter, self.tol)
         return PairwiseFit(
-            scores=s, info=pair_info(s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
+            scores=s, info=partial(pair_info, s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, self.prior_strength)[2], history=history,
             extra={"theta_": theta, "n_iter_": n_iter})

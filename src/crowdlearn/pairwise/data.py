@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
+from .backend import compiled_pairwise, resolve_backend
 
 __all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
 
@@ -26,6 +27,10 @@ LEFT, RIGHT, TIE = 0, 1, 2
 TIE_MARKERS = ("tie", "draw", "=")
 #: separator between the group and the item in the unit id of grouped comparisons
 GROUP_SEP = "::"
+#: :meth:`Comparisons.pair_index` numbers the pairs in a dense array of ``n_items^2`` entries
+#: while that is at most this many per comparison (an entry takes 16 bytes at the peak in the
+#: numpy loop, 4 in the compiled one)
+DENSE_PAIRS_PER_COMPARISON = 4
 
 
 def _text(values: pd.Series) -> np.ndarray:
@@ -168,18 +173,76 @@ class Comparisons(AnswerTable):
     def comparisons_per_worker(self) -> np.ndarray:
         return np.bincount(self.worker, minlength=self.n_workers)
 
+    def pair_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The comparisons' distinct unordered item pairs, cached on the table.
+
+        Returns
+        -------
+        codes : (L,) int64
+            Per comparison, the index of its pair in ``a`` and ``b``.
+        swap : (L,) bool
+            Whether the comparison's left item is the pair's ``b`` (the larger item code).
+        a, b : (n_pairs,) int64
+            The pairs' item codes, ``a < b``, sorted by ``a`` and then ``b``.
+
+        Notes
+        -----
+        A pair is the code ``a * n_items + b``.  When ``n_items^2`` is at most
+        :data:`DENSE_PAIRS_PER_COMPARISON` times the number of comparisons (and for any table
+        up to ``2^20`` possible pairs), the codes are marked in a dense array of that size
+        and numbered by a cumulative sum (in one compiled loop,
+        :func:`crowdlearn.pairwise.compiled.dense_pair_codes`, when the
+        :mod:`~crowdlearn.pairwise.backend` is numba): sequential passes, several times
+        faster than the hash factorisation used above that size, whose memory stays O(L).
+        """
+        got = self._cache.get("pairs")
+        if got is None:
+            n = max(self.n_items, 1)
+            swap = self.left > self.right
+            if n * n > max(DENSE_PAIRS_PER_COMPARISON * self.n_comparisons, 1 << 20):
+                low = np.minimum(self.left, self.right).astype(np.int64)
+                codes, uniques = pd.factorize(low * n + np.maximum(self.left, self.right),
+                                              sort=True)
+                uniques = np.asarray(uniques, dtype=np.int64)
+                got = (codes.astype(np.int64, copy=False), swap, uniques // n, uniques % n)
+            elif resolve_backend("auto", self.n_comparisons) == "numba":
+                codes, a, b = compiled_pairwise().dense_pair_codes(self.left, self.right, n)
+                got = (codes, swap, a, b)
+            else:
+                low = np.minimum(self.left, self.right).astype(np.int64)
+                key = low * n + np.maximum(self.left, self.right)
+                present = np.bincount(key, minlength=n * n) > 0
+                uniques = np.flatnonzero(present)
+                number = np.cumsum(present, dtype=np.int64)
+                got = (number[key] - 1, swap, uniques // n, uniques % n)
+            freeze(*got)
+            self._cache["pairs"] = got
+        return got
+
     def components(self) -> tuple[int, np.ndarray]:
         """Connected components of the comparison graph (items = nodes, compared pairs =
-        edges): ``(count, label per item)``.  An item never compared is its own component."""
+        edges): ``(count, label per item)``.  An item never compared is its own component.
+
+        Built on the distinct pairs of :meth:`pair_index` (which the fits need anyway): a
+        compiled union-find over them when the :mod:`~crowdlearn.pairwise.backend` is numba
+        (a few times faster than scipy), else scipy's ``connected_components`` on them as a
+        CSR matrix -- sorted and free of duplicates, they are one as they stand, so scipy does
+        not sort the L comparisons.  Labels are numbered alike by both.
+        """
         got = self._cache.get("components")
         if got is None:
-            import scipy.sparse as sp
-            from scipy.sparse.csgraph import connected_components
-
             n = self.n_items
-            graph = sp.coo_matrix((np.ones(self.n_comparisons, dtype=np.int8),
-                                   (self.left, self.right)), shape=(n, n)).tocsr()
-            count, labels = connected_components(graph, directed=False)
+            _, _, a, b = self.pair_index()
+            if resolve_backend("auto", len(a)) == "numba":
+                count, labels = compiled_pairwise().union_find_components(a, b, n)
+            else:
+                import scipy.sparse as sp
+                from scipy.sparse.csgraph import connected_components
+
+                indptr = np.zeros(n + 1, dtype=np.int64)
+                np.cumsum(np.bincount(a, minlength=n), out=indptr[1:])
+                graph = sp.csr_matrix((np.ones(len(a), dtype=np.int8), b, indptr), shape=(n, n))
+                count, labels = connected_components(graph, directed=False)
             labels.flags.writeable = False
             got = self._cache["components"] = (int(count), labels)
         return got
@@ -249,9 +312,11 @@ class Comparisons(AnswerTable):
         same = left_t == right_t
         if same.any():
             raise ValueError(f"self-comparison (left == right) at {row_list(same, first_line)}")
-        outcome = np.full(len(df), -1, dtype=np.int8)
-        outcome[label_t == left_t] = LEFT
-        outcome[label_t == right_t] = RIGHT
+        # left and right differ on every row, so a label matches at most one side:
+        # RIGHT (1) where it is the right id, -1 where it is neither (a tie marker or an
+        # error), LEFT (0) otherwise -- bool arithmetic, a tenth of masked assignments' cost
+        is_left, is_right = label_t == left_t, label_t == right_t
+        outcome = is_right.view(np.int8) - (~(is_left | is_right)).view(np.int8)
         undecided = outcome < 0
         if undecided.any():
             marker = np.char.lower(np.char.strip(label_t[undecided].astype(str)))
@@ -270,10 +335,14 @@ class Comparisons(AnswerTable):
             right_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), right_t.astype(str))
             left_vals = pd.Series(left_ids.astype(object))
             right_vals = pd.Series(right_ids.astype(object))
-        else:
+        elif not numeric:
             left_vals = df[left].reset_index(drop=True)
             right_vals = df[right].reset_index(drop=True)
-        pool = pd.concat([left_vals, right_vals], ignore_index=True)
+        if group is None and numeric and left_t.dtype == right_t.dtype:
+            # numpy's concatenation: a plain copy of the integers (pandas checks dtypes first)
+            pool = pd.Series(np.concatenate([left_t, right_t]))
+        else:
+            pool = pd.concat([left_vals, right_vals], ignore_index=True)
         if all_items is not None:
             pool = pd.concat([pool, pd.Series(list(all_items), dtype=object)], ignore_index=True)
         codes, items = factorize_ids(pool, "item")

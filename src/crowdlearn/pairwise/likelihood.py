@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from .backend import compiled_pairwise, resolve_backend
 from .base import PairCounts
 from .links import TINY, fisher_info, outcome_probs, prior_terms
 
@@ -132,7 +133,7 @@ def _segment_sums(weights: np.ndarray, starts: np.ndarray, nonempty: np.ndarray,
 
 def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
                   prior_strength: float, max_iter: int, tol: float | None,
-                  fit_theta: bool = True):
+                  fit_theta: bool = True, backend: str = "auto"):
     """Hunter's (2004, section 3.2) MM algorithm for Bradley-Terry with Rao-Kupper ties.
 
     Model: ``P(a beats b) = p_a / (p_a + theta p_b)``, tie with the remaining probability
@@ -152,6 +153,10 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     ``max_iter`` steps.  Returns ``(s, theta, history, steps)``: ``history`` the evaluated
     log-likelihoods (at steps 0, 10, 20, ... before the step, and after the last step),
     ``steps`` the MM steps taken.
+
+    ``backend`` (``"auto"``, ``"numpy"`` or ``"numba"``, :mod:`crowdlearn.pairwise.backend`):
+    ``"numba"`` runs the whole loop in one compiled call
+    (:func:`crowdlearn.pairwise.compiled.rao_kupper_loop`), the same numbers to rounding.
     """
     a, b = pc.a, pc.b
     if len(a) > 1 and np.any(a[1:] < a[:-1]):  # callers pass pairs sorted by a; be safe
@@ -169,7 +174,15 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     n_answers = max(float(pc.wins_a.sum() + pc.wins_b.sum()) + n_ties, 1.0)
     fit_theta = fit_theta and n_ties > 0
     theta = float(theta0) if fit_theta else 1.0
-    s = np.asarray(s0, dtype=np.float64).copy()
+    s = np.array(s0, dtype=np.float64)
+    if resolve_backend(backend, len(a)) == "numba":
+        # fixed dtypes: one compiled specialisation whatever the callers' integer types
+        s, theta, history, steps = compiled_pairwise().rao_kupper_loop(
+            np.append(starts, len(a)).astype(np.int64), np.ascontiguousarray(b, dtype=np.int64),
+            big_a, big_b, numer, s, theta,
+            float(prior_strength), int(max_iter), 0.0 if tol is None else float(tol),
+            tol is not None, fit_theta, n_ties, n_answers, CHECK_EVERY)
+        return s, float(theta), [float(h) for h in history], int(steps)
     log_numer = np.log(numer)
     total = big_a + big_b
 

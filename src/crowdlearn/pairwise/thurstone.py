@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .base import PairwiseEstimator, PairwiseFit, pair_counts
@@ -73,6 +75,7 @@ class Thurstone(PairwiseEstimator):
         s = x[:n]
         tau = float(np.exp(x[n])) if has_ties else 0.0
         return PairwiseFit(
-            scores=s, info=pair_info(s, tau, pc, link="probit"), info_pairs=(pc.a, pc.b),
+            scores=s, info=partial(pair_info, s, tau, pc, link="probit"),
+            info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, lam, link="probit")[2], history=history,
             extra={"tau_": tau, "n_iter_": n_iter})
