@@ -50,6 +50,18 @@ def test_dpo_jsonl(tmp_path):
     assert rec["chosen"] == (key[1] if row["p_1"] >= row["p_2"] else key[2])
 
 
+@pytest.mark.parametrize("method", ["crowd-bt", "ds"])
+def test_outcome_is_tie_when_a_tie_is_most_probable(method):
+    # three annotators call (C, D) a tie; (A, B) is won by A throughout
+    df = pd.DataFrame({"prompt": ["p1"] * 3 + ["p2"] * 3, "response_a": ["A"] * 3 + ["C"] * 3,
+                       "response_b": ["B"] * 3 + ["D"] * 3, "worker": ["u", "v", "w"] * 2,
+                       "label": ["a"] * 3 + ["tie"] * 3})
+    r = PreferenceAggregator(method=method).fit(df).result_frame().set_index("prompt")
+    assert r.loc["p1", "outcome"] == "A" and r.loc["p1", "preferred"] == "A"
+    assert r.loc["p2", "outcome"] == "tie"
+    assert r.loc["p2", "p_tie"] > r.loc["p2", "confidence"]
+
+
 def test_swapped_orientation_is_the_same_pair():
     df = pd.DataFrame({"prompt": ["p", "p", "p"], "response_a": ["x", "y", "x"],
                        "response_b": ["y", "x", "y"], "worker": ["u", "v", "w"],

@@ -884,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser(
         "preferences", help="aggregate preference annotations (which response is better) for DPO",
         description="Rows prompt,response_a,response_b,worker,label (label a, b or tie). Writes "
-        "pair,prompt,response_1,response_2,p_1,p_2,p_tie,preferred,confidence; --dpo also writes "
+        "pair,prompt,response_1,response_2,p_1,p_2,p_tie,outcome (a response or tie),preferred,confidence; --dpo also writes "
         "prompt,chosen,rejected,confidence JSON Lines for a DPO trainer.")
     pr.add_argument("input", help="CSV/TSV/JSON Lines file of preference annotations")
     pr.add_argument("--method", default="crowd-bt", help="crowd-bt (default) or ds")

@@ -163,6 +163,14 @@ class PreferenceAggregator(AnswerEstimator):
     probas_ : DataFrame pair -> (a, b, tie)
     worker_reliability_ : Series annotator -> reliability
     pairs_ : DataFrame of the pairs (prompt, response_1, response_2)
+
+    Notes
+    -----
+    ``result_frame()`` has one row per pair: ``p_1, p_2, p_tie``; ``outcome``, the most
+    probable of ``response_1``, ``response_2`` and ``tie``; ``preferred``, the response more
+    likely strictly preferred, with ``confidence`` its probability.  When a tie is the most
+    probable outcome, ``preferred`` still names the likelier winner but its ``confidence`` is
+    below ``p_tie``; :meth:`to_dpo_jsonl` leaves such pairs out at its default threshold.
     """
 
     _result_attr = "probas_"
@@ -214,6 +222,9 @@ class PreferenceAggregator(AnswerEstimator):
         out = self.pairs_.copy()
         out.insert(0, "pair", np.arange(len(out)))
         out["p_1"], out["p_2"], out["p_tie"] = p[:, 0], p[:, 1], p[:, 2]
+        # a tie is the outcome only when strictly more probable than either win
+        out["outcome"] = np.where(p[:, 2] > np.maximum(p[:, 0], p[:, 1]), "tie",
+                                  np.where(first, out["response_1"], out["response_2"]))
         out["preferred"] = np.where(first, out["response_1"], out["response_2"])
         out["confidence"] = np.where(first, p[:, 0], p[:, 1])
         return out
