@@ -94,6 +94,10 @@ def main(argv=None) -> int:
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--write-results", action="store_true")
     ap.add_argument("--synthetic", action="store_true", help="worker rules on simulated crowds")
+    ap.add_argument("--round", type=float, default=0.1,
+                    help="tasks asked per round, as a share of the tasks (default 0.1, replay's default)")
+    ap.add_argument("--strategies", nargs="+", default=None,
+                    help="subset of the strategies, as labelled in the table (e.g. random eig+eig)")
     args = ap.parse_args(argv)
     if args.synthetic:
         md = run_synthetic(args)
@@ -109,9 +113,12 @@ def main(argv=None) -> int:
         target = gold_accuracy(get_method("ds")().fit(data).labels_, data)
         for task_s, worker_s in STRATEGIES:
             label = task_s + (f"+{worker_s}" if worker_s else "")
+            if args.strategies and label not in args.strategies:
+                continue
             sums, cs = [], []
             for seed in range(args.seeds):
-                c = replay(data, task_s, worker_s, random_state=seed)
+                c = replay(data, task_s, worker_s, step=max(1, int(args.round * data.n_tasks)),
+                           random_state=seed)
                 sums.append(budget_summary(c, target))
                 cs.append(c)
             s = pd.DataFrame(sums)
@@ -124,7 +131,8 @@ def main(argv=None) -> int:
             print(f"{name} {label}: AUC {s['auc'].mean():.4f} share {s['share_of_answers'].mean():.3f} "
                   f"({time.time() - t0:.0f}s)", flush=True)
     table = pd.DataFrame(rows).set_index(["dataset", "strategy"])
-    md = (f"#### Active labelling replayed on recorded answers ({args.seeds} seeds; ds refit each round; "
+    md = (f"#### Active labelling replayed on recorded answers ({args.seeds} seeds; rounds of "
+          f"{args.round:.0%} of the tasks; ds refit each round; "
           f"{time.time() - t0:.0f}s)\n\n" + markdown_table(table.reset_index(), index=False))
     print(md)
     if args.plot:
@@ -151,10 +159,13 @@ def main(argv=None) -> int:
         fig.savefig(args.plot, dpi=90)
         md += f"\n\nCurves: `{args.plot.relative_to(HERE.parent) if args.plot.is_absolute() else args.plot}`."
     if args.write_results:
+        default_run = args.round == 0.1 and not args.strategies
         cmd = "OMP_NUM_THREADS=1 python benchmarks/active.py " + " ".join(
             ["--datasets", *args.datasets, "--seeds", str(args.seeds)]
+            + ([] if default_run else ["--round", str(args.round), "--strategies", *(args.strategies or [])])
             + (["--plot", str(args.plot)] if args.plot else []) + ["--write-results"])
-        write_section("active-budget", md, cmd)
+        # other round sizes or a subset of the strategies get their own section
+        write_section("active-budget" if default_run else "active-budget-rounds", md, cmd)
     return 0
 
 
