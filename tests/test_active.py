@@ -8,7 +8,7 @@ import pytest
 
 from crowdlearn import simulate
 from crowdlearn.active import ActiveLoop, budget_summary, expected_information_gain, replay, task_scores, worker_scores
-from crowdlearn.active.strategies import worker_confusion_counts, worker_confusion_draw
+from crowdlearn.active.strategies import expected_accuracy_gain, worker_confusion_counts, worker_confusion_draw
 from crowdlearn.cli import main
 from conftest import load_shared
 
@@ -23,6 +23,25 @@ def test_information_gain_is_zero_for_spammers_and_largest_for_uncertain_tasks()
     # a perfect worker reveals the whole entropy of the task
     perfect = np.eye(2)
     np.testing.assert_allclose(expected_information_gain(post, perfect)[0], np.log(2))
+
+
+def test_knowledge_gradient_is_the_gain_in_expected_accuracy_of_one_answer():
+    post = np.array([[0.5, 0.5], [0.9, 0.1], [0.6, 0.4]])
+    good = np.array([[0.7, 0.3], [0.3, 0.7]])
+    kg = expected_accuracy_gain(post, good)
+    # one 70%-accurate answer cannot flip a 0.9 task; on a coin flip it is worth 0.2 of accuracy
+    np.testing.assert_allclose(kg, [0.2, 0.0, 0.1], atol=1e-12)
+    np.testing.assert_allclose(expected_accuracy_gain(post, np.full((2, 2), 0.5)), 0.0, atol=1e-12)
+    np.testing.assert_allclose(expected_accuracy_gain(post, np.eye(2)), 1.0 - post.max(axis=1))
+    # one confusion per task gives the same as the shared one
+    np.testing.assert_allclose(expected_accuracy_gain(post, np.repeat(good[None], 3, axis=0)), kg)
+    # by simulation: the Bayes decision after one drawn answer is right that much more often
+    rng = np.random.default_rng(0)
+    q = np.array([0.6, 0.4])
+    truth = rng.choice(2, size=200_000, p=q)
+    answer = np.where(rng.random(len(truth)) < 0.7, truth, 1 - truth)
+    decide = np.argmax(q[None] * good[:, answer].T, axis=1)
+    assert np.mean(decide == truth) - q.max() == pytest.approx(kg[2], abs=0.005)
 
 
 def test_task_and_worker_scores():
@@ -81,6 +100,9 @@ def test_joint_information_gain_sends_a_task_to_the_worker_who_can_tell_its_clas
     loop = ActiveLoop(method="ds", strategy="eig", worker_strategy="eig").observe(frame)
     pick = loop.suggest(1, tasks=["t"], workers=["other", "sep"])
     assert pick["worker"].tolist() == ["sep"]
+    # the knowledge gradient sends it to the same worker: only "sep" can flip the decision
+    kg = ActiveLoop(method="ds", strategy="kg", worker_strategy="eig").observe(frame)
+    assert kg.suggest(1, tasks=["t"], workers=["other", "sep"])["worker"].tolist() == ["sep"]
     greedy = ActiveLoop(method="ds", strategy="eig", worker_strategy="greedy").observe(frame)
     assert greedy.estimator_.skills_["other"] > greedy.estimator_.skills_["sep"]
     # the task score is the best available worker's gain: nobody informative, lower score
@@ -95,11 +117,12 @@ def test_joint_strategies_are_deterministic_and_suggest_distinct_unanswered_pair
     data = simulate.dawid_skene(150, 10, 3, labels_per_task=2, seed=4)
     frame = data.to_frame()
     answered = set(zip(frame["task"], frame["worker"]))
-    for ws in ("eig", "eig-thompson"):
-        picks = [ActiveLoop(strategy="eig", worker_strategy=ws, random_state=3).observe(data)
+    for strategy, ws in (("eig", "eig"), ("eig", "eig-thompson"), ("kg", "eig")):
+        picks = [ActiveLoop(strategy=strategy, worker_strategy=ws, random_state=3).observe(data)
                  .suggest(25, workers=data.workers) for _ in range(2)]
         pd.testing.assert_frame_equal(picks[0], picks[1])
         assert len(picks[0]) == 25 and picks[0]["task"].is_unique
+        assert picks[0]["score"].is_monotonic_decreasing and (picks[0]["score"] >= 0).all()
         assert not any((t, w) in answered for t, w in zip(picks[0]["task"], picks[0]["worker"]))
 
 

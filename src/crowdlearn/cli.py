@@ -946,7 +946,7 @@ def build_parser() -> argparse.ArgumentParser:
         "tasks; worker empty unless --workers lists who can be asked).")
     nx.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of the answers so far")
     nx.add_argument("--budget", type=int, required=True, help="how many (task, worker) pairs")
-    nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig or random")
+    nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig, kg or random")
     nx.add_argument("--method", default="ds", help="truth-inference method refit on the answers")
     nx.add_argument("--tasks", help="file with a task column: the pool to choose from "
                     "(default: the tasks answered so far; new tasks are scored with the class prior)")

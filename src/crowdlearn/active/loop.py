@@ -19,8 +19,8 @@ import pandas as pd
 
 from ..core.base import resolve_generator
 from ..core.data import CrowdLabels, as_crowd_labels
-from .strategies import (JOINT_WORKER_STRATEGIES, TASK_STRATEGIES, WORKER_STRATEGIES, expected_information_gain,
-                         task_scores, worker_confusion_counts, worker_confusion_draw, worker_scores)
+from .strategies import (GAIN_STRATEGIES, JOINT_WORKER_STRATEGIES, TASK_STRATEGIES, WORKER_STRATEGIES,
+                         answer_gain, task_scores, worker_confusion_counts, worker_confusion_draw, worker_scores)
 
 __all__ = ["ActiveLoop"]
 
@@ -32,16 +32,17 @@ class ActiveLoop:
     ----------
     method : str or aggregator, default "ds"
         Truth-inference method refit after each batch (a registered name or an unfitted
-        aggregator).  ``eig`` and worker choice need its worker model (``confusions_`` or
+        aggregator).  ``eig``, ``kg`` and worker choice need its worker model (``confusions_`` or
         ``skills_``).
-    strategy : {"entropy", "margin", "eig", "random", "activelab"}
+    strategy : {"entropy", "margin", "eig", "kg", "random", "activelab"}
         Task score (:mod:`crowdlearn.active.strategies`; ``activelab`` needs ``pred_probs``).
     worker_strategy : {None, "greedy", "ucb", "thompson", "epsilon", "eig", "eig-thompson"}
         How to pick a worker for each chosen task when ``suggest`` is given workers.  With
         ``eig`` or ``eig-thompson`` the worker is the one whose answer is expected to tell
         most about the task, and with ``strategy="eig"`` a task's score is that largest
         information gain among the workers who may answer it (task and worker chosen
-        together; :mod:`crowdlearn.active.strategies`).  Costs O(candidate tasks x available
+        together; :mod:`crowdlearn.active.strategies`); with ``strategy="kg"`` the same with
+        the knowledge gradient (gain in expected accuracy) in place of the information gain.  Costs O(candidate tasks x available
         workers x K^2) per suggestion.
     random_state : int
         Seed of the random strategy, of tie-breaking and of Thompson draws.
@@ -187,7 +188,9 @@ class ActiveLoop:
             pair_worker.append(np.fromiter((worker_code.get(w, data.n_workers) for w in pool), np.int64, len(pool)))
         pair_task = np.concatenate(pair_task) if pair_task else np.zeros(0, np.int64)
         pair_worker = np.concatenate(pair_worker) if pair_worker else np.zeros(0, np.int64)
-        gain = expected_information_gain(post[pair_task], conf[pair_worker]) if len(pair_task) else np.zeros(0)
+        # the task strategy's own gain when it has one (eig, kg), else the information gain
+        gain_of = self.strategy if self.strategy in GAIN_STRATEGIES else "eig"
+        gain = answer_gain(gain_of, post[pair_task], conf[pair_worker]) if len(pair_task) else np.zeros(0)
         best_gain = np.full(len(cand), -np.inf)
         np.maximum.at(best_gain, pair_task, gain)
         best_w = [None] * len(cand)
@@ -196,7 +199,7 @@ class ActiveLoop:
             if pool:
                 best_w[i] = pool[int(np.argmax(gain[start:start + len(pool)]))]
             start += len(pool)
-        if self.strategy == "eig":
+        if self.strategy in GAIN_STRATEGIES:
             scores = best_gain
         has_pool = np.array([w is not None for w in best_w], dtype=bool)
         order = np.lexsort((self._rng.random(len(cand)), -np.where(has_pool, scores, -np.inf)))

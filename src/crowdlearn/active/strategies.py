@@ -10,6 +10,10 @@ Task scores (higher = ask sooner), from a fitted aggregator's posteriors ``q_j``
   when workers cannot be chosen, a given worker's otherwise (Lindley 1956; for crowds,
   e.g. Zhao, Sukthankar & Sukthankar 2011).  An uncertain task whose answers carry no
   information (every worker a spammer on it) scores low, unlike with ``entropy``;
+* ``kg``: the knowledge gradient of one more answer, the expected gain in the probability of
+  deciding the task right, ``sum_a max_c q_j(c) P(a|c) - max_c q_j(c)`` (the gain in expected
+  accuracy of the Bayes decision; Frazier, Powell & Dayanik 2008; for crowds, Chen, Lin & Zhou
+  2013).  It is 0 for a task one answer cannot flip, and ties are broken at random;
 * ``random``: a seeded uniform draw (the baseline every strategy is compared with).
 
 Worker scores for a chosen task (when the requester can pick who answers):
@@ -35,10 +39,13 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TASK_STRATEGIES", "WORKER_STRATEGIES", "JOINT_WORKER_STRATEGIES", "task_scores", "worker_scores",
-           "expected_information_gain", "worker_confusion_counts", "worker_confusion_draw"]
+__all__ = ["TASK_STRATEGIES", "GAIN_STRATEGIES", "WORKER_STRATEGIES", "JOINT_WORKER_STRATEGIES", "task_scores",
+           "worker_scores", "expected_information_gain", "expected_accuracy_gain", "answer_gain", "worker_confusion_counts", "worker_confusion_draw"]
 
-TASK_STRATEGIES = ("entropy", "margin", "eig", "random")
+TASK_STRATEGIES = ("entropy", "margin", "eig", "kg", "random")
+#: task strategies whose score is a gain of one answer from a given confusion (they can score
+#: (task, worker) pairs with the worker's own confusion)
+GAIN_STRATEGIES = ("eig", "kg")
 WORKER_STRATEGIES = ("greedy", "ucb", "thompson", "epsilon", "eig", "eig-thompson")
 #: worker strategies that score (task, worker) pairs jointly by information gain
 JOINT_WORKER_STRATEGIES = ("eig", "eig-thompson")
@@ -64,6 +71,21 @@ def expected_information_gain(post: np.ndarray, confusion: np.ndarray) -> np.nda
     return np.maximum(_entropy(answer_dist) - cond, 0.0)
 
 
+def expected_accuracy_gain(post: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+    """Knowledge gradient per task: ``sum_a max_c q(c) P(a|c) - max_c q(c)`` for one answer
+    drawn from ``confusion`` (K x K, ``[true, answered]``, or one per task, (tasks, K, K))."""
+    conf = np.asarray(confusion, float)
+    joint = post[:, :, None] * (conf[None] if conf.ndim == 2 else conf)  # (tasks, true, answered)
+    return np.maximum(joint.max(axis=1).sum(axis=1) - post.max(axis=1), 0.0)
+
+
+def answer_gain(strategy: str, post: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+    """The gain of one answer from ``confusion`` under a strategy of :data:`GAIN_STRATEGIES`."""
+    if strategy == "kg":
+        return expected_accuracy_gain(post, confusion)
+    return expected_information_gain(post, confusion)
+
+
 def task_scores(strategy: str, post: np.ndarray, crowd_confusion: np.ndarray | None,
                 rng: np.random.Generator) -> np.ndarray:
     """Score of every task (rows of ``post``) under ``strategy``; higher = ask sooner."""
@@ -73,10 +95,10 @@ def task_scores(strategy: str, post: np.ndarray, crowd_confusion: np.ndarray | N
         top = np.sort(post, axis=1)
         second = top[:, -2] if post.shape[1] > 1 else np.zeros(len(post))
         return 1.0 - (top[:, -1] - second)
-    if strategy == "eig":
+    if strategy in GAIN_STRATEGIES:
         if crowd_confusion is None:
-            raise ValueError("strategy 'eig' needs an aggregator with a worker model (confusions_ or skills_)")
-        return expected_information_gain(post, crowd_confusion)
+            raise ValueError(f"strategy {strategy!r} needs an aggregator with a worker model (confusions_ or skills_)")
+        return answer_gain(strategy, post, crowd_confusion)
     if strategy == "random":
         return rng.random(len(post))
     raise ValueError(f"unknown task strategy {strategy!r}; use one of {', '.join(TASK_STRATEGIES)}")
