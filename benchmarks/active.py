@@ -44,7 +44,7 @@ DEFAULT_DATA = HERE.parent.parent / "shared" / "data"
 
 #: (task strategy, worker strategy)
 STRATEGIES = [("random", None), ("entropy", None), ("margin", None), ("eig", None), ("eig", "ucb"), ("eig", "thompson"),
-              ("eig", "eig"), ("eig", "eig-thompson")]
+              ("eig", "eig"), ("eig", "eig-thompson"), ("kg", None), ("kg", "eig")]
 
 #: worker rules compared on simulated crowds (task strategy ``eig`` for all)
 WORKER_RULES = [None, "greedy", "epsilon", "ucb", "thompson", "eig", "eig-thompson"]
