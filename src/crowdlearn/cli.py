@@ -953,7 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--workers", help="file with a worker column: who can be asked now")
     nx.add_argument("--worker-strategy", default="eig",
                     help="eig (default; the worker whose answer tells most about the task; with "
-                    "--strategy eig, task and worker are chosen together), eig-thompson, greedy, ucb, "
+                    "--strategy eig or kg, task and worker are chosen together), eig-thompson, greedy, ucb, "
                     "thompson or epsilon (on the estimated accuracies)")
     nx.add_argument("--task-col", default="task")
     nx.add_argument("--worker-col", default="worker")
