@@ -191,6 +191,19 @@ def _read_answer_gold(args, kind: str, extra: dict):
     return _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
 
 
+def _table_with_gold(args, build, truth, task_ids):
+    """``build(truth)`` -> the answer table, with the gold's text ids spelled as the answers'
+    ``task_ids`` (:func:`_ids_like`), errors naming the answers' and gold files, and the note
+    on gold tasks without answers (:func:`_note_unmatched_gold`)."""
+    from .core.tables import naming_file
+
+    truth = _gold_ids_of(truth, task_ids)
+    with naming_file(args.input, args.gold):
+        data = build(truth)
+    _note_unmatched_gold(args, truth, data.tasks)
+    return data
+
+
 def _first_line(path) -> int | None:
     """The file line of a table's first row, for errors naming lines (header = line 1);
     Parquet has no lines: None, and errors name row positions."""
@@ -377,14 +390,17 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
-    if kind in ("continuous", "multilabel"):
-        truth = _gold_ids_of(truth, df[roles["task"]])
     options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
-    with naming_file(args.input, args.gold):
-        data = table_cls.from_frame(df, **roles, **extra, **options, truth=truth, first_line=first_line)
+
+    def build(gold):
+        return table_cls.from_frame(df, **roles, **extra, **options, truth=gold, first_line=first_line)
+
+    if kind in ("continuous", "multilabel"):  # gold by task: match its ids to the answers'
+        data = _table_with_gold(args, build, truth, df[roles["task"]])
+    else:
+        with naming_file(args.input, args.gold):
+            data = build(truth)
     del df
-    if kind in ("continuous", "multilabel"):
-        _note_unmatched_gold(args, truth, data.tasks)
     return _fit_answers(args, kind, data)
 
 
@@ -795,17 +811,15 @@ def _cmd_report(args) -> int:
 
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.tables import check_writable, naming_file, read_table
+    from .core.tables import check_writable, read_table
     from .report import summarize
 
     check_writable(args.out, table=False)  # now, not after the fits
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
     truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
-    truth = _gold_ids_of(truth, frame[cols[0]])
-    with naming_file(args.input, args.gold):
-        data = CrowdLabels.from_frame(frame, *cols, truth=truth, first_line=_first_line(args.input))
-    _note_unmatched_gold(args, truth, data.tasks)
+    data = _table_with_gold(args, lambda gold: CrowdLabels.from_frame(
+        frame, *cols, truth=gold, first_line=_first_line(args.input)), truth, frame[cols[0]])
     names = args.method or ["ds"]
     rows, main_fit = [], None
     for name in names:
