@@ -69,14 +69,30 @@ def run_methods(
     datasets: Mapping[str, CrowdLabels],
     method_names: Iterable[str] | None = None,
     seed: int = 0,
+    level: float = 0.95,
 ) -> pd.DataFrame:
-    """Fit each method on each dataset; a long table (dataset, method, accuracy, seconds, error).
+    """Fit each method on each dataset; a long table, one row per (dataset, method).
 
-    A method that raises is reported in ``error`` instead of aborting the whole table.
+    Columns: ``accuracy`` on the gold tasks, ``low``/``high`` (its Wilson interval at
+    ``level``), ``n_gold``, ``vs_best_p`` (exact McNemar p-value of the method against the
+    most accurate method of the dataset on the same gold tasks; NaN for that method itself:
+    a small p says the gap is more than a handful of lucky tasks), ``log_loss`` and ``ece``
+    of the posteriors (``probas_``) on the gold tasks, ``seconds`` and ``error``
+    (:mod:`crowdlearn.diagnostics.significance`, :mod:`crowdlearn.diagnostics.metrics`).
+
+    A method that raises ``ValueError`` or ``NotImplementedError`` is reported in ``error``
+    instead of aborting the whole table.
     """
+    from .diagnostics.metrics import expected_calibration_error, log_loss
+    from .diagnostics.significance import accuracy_interval, correct_per_task, paired_comparison
+
     names = list(method_names) if method_names is not None else list(methods("classification"))
     rows = []
     for dname, data in datasets.items():
+        truth = data.truth_series() if data.truth is not None else None
+        if truth is not None and truth.empty:
+            truth = None
+        correct = {}
         for name in names:
             cls = get_method(name)
             est = cls()
@@ -91,15 +107,25 @@ def run_methods(
             except (ValueError, NotImplementedError) as exc:  # e.g. a binary-only method
                 err = str(exc).splitlines()[0]
             elapsed = time.perf_counter() - t0
-            rows.append(
-                {
-                    "dataset": dname,
-                    "method": name,
-                    "accuracy": np.nan if err else gold_accuracy(est.labels_, data),
-                    "seconds": elapsed,
-                    "error": err,
-                }
-            )
+            row = {"dataset": dname, "method": name, "accuracy": np.nan, "low": np.nan, "high": np.nan,
+                   "n_gold": 0 if truth is None else len(truth), "vs_best_p": np.nan,
+                   "log_loss": np.nan, "ece": np.nan, "seconds": elapsed, "error": err}
+            if err is None and truth is not None:
+                correct[name] = correct_per_task(est.labels_, truth)
+                row["accuracy"] = float(correct[name].mean())
+                row["low"], row["high"] = accuracy_interval(correct[name], level)
+                probas = getattr(est, "probas_", None)
+                if probas is not None:
+                    probas = probas.reindex(truth.index)
+                    if not probas.isna().any().any():
+                        row["log_loss"] = log_loss(probas, truth)
+                        row["ece"] = expected_calibration_error(probas, truth)
+            rows.append(row)
+        if correct:
+            best = max(correct, key=lambda m: correct[m].mean())  # first of equals: listed order
+            for row in rows:
+                if row["dataset"] == dname and row["method"] in correct and row["method"] != best:
+                    row["vs_best_p"] = paired_comparison(correct[row["method"]], correct[best])["p_value"]
     return pd.DataFrame(rows)
 
 

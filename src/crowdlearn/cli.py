@@ -596,6 +596,8 @@ def _cmd_methods(args) -> int:
 
 
 def _accuracy_table(datasets: dict, method_names, seed) -> str:
+    import pandas as pd
+
     from .benchmarking import NEEDS_FEATURES, run_methods
 
     long = run_methods(datasets, method_names, seed=seed)
@@ -603,9 +605,24 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
     long.loc[long["error"].notna(), "acc"] = "error"
     long.loc[long["error"] == NEEDS_FEATURES, "acc"] = "needs features"
     if len(datasets) == 1:
-        out = long[["method", "acc", "seconds"]].rename(columns={"acc": "accuracy"})
-        out["seconds"] = out["seconds"].map(lambda s: f"{s:.3f}")
-        return out.to_string(index=False)
+        # one set: how sure each figure is (Wilson interval of the accuracy over the gold
+        # tasks; exact McNemar test against the most accurate method on the same tasks) and
+        # how calibrated the confidences are
+        def fmt(v, spec):
+            return "" if v != v else format(v, spec)
+
+        n_gold = int(long["n_gold"].iloc[0])
+        out = pd.DataFrame({
+            "method": long["method"], "accuracy": long["acc"],
+            "95% CI": [("" if lo != lo else f"{lo:.3f}-{hi:.3f}") for lo, hi in zip(long["low"], long["high"])],
+            "p vs best": long["vs_best_p"].map(lambda v: fmt(v, ".3g")),
+            "log-loss": long["log_loss"].map(lambda v: fmt(v, ".4f")),
+            "ECE": long["ece"].map(lambda v: fmt(v, ".4f")),
+            "seconds": long["seconds"].map(lambda s: f"{s:.3f}"),
+        })
+        note = (f"\n{n_gold} gold tasks; 'p vs best': exact McNemar test against the most accurate "
+                "method on the same gold tasks (p > 0.05: the gap may be chance)")
+        return out.to_string(index=False) + (note if n_gold else "")
     wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
     return wide.to_string()
 
