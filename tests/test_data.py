@@ -135,3 +135,13 @@ def test_factorize_ids_integer_fast_path_equals_pandas(values):
     want_codes, want_uniques = pd.factorize(pd.Series(values), sort=True)
     np.testing.assert_array_equal(codes, want_codes)
     assert index.equals(pd.Index(want_uniques, name="item")) and index.dtype == values.dtype
+
+
+def test_simulator_tuple_passed_to_fit_is_one_clear_error():
+    from crowdlearn import DawidSkene
+    from crowdlearn.simulate.ordinal import ordinal_crowd
+
+    pair = ordinal_crowd(n_tasks=20, n_workers=5, seed=0)  # (answers, planted)
+    with pytest.raises(TypeError, match="pass the answers alone"):
+        DawidSkene().fit(pair)
+    DawidSkene().fit(pair[0])

@@ -728,6 +728,12 @@ def as_crowd_labels(data: Any) -> CrowdLabels:
     if isinstance(data, pd.DataFrame):
         return CrowdLabels.from_frame(data)
     if isinstance(data, (list, tuple)):
+        if any(isinstance(item, CrowdLabels) for item in data):
+            # simulators that also plant parameters return (answers, planted)
+            raise TypeError(
+                f"expected CrowdLabels, got a {type(data).__name__} holding one: the simulators that "
+                f"plant worker parameters return (answers, planted); pass the answers alone"
+            )
         return CrowdLabels.from_records(data)
     raise TypeError(
         f"expected CrowdLabels or a DataFrame with task, worker, label columns; "
