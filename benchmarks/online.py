@@ -7,7 +7,10 @@ parameters of its time) and of the final parameters re-scoring all answers
 against one batch fit (time per answer).  ``--tune``: the grid on simulated crowds that chose
 the defaults of ``partial_fit``.  ``--batches``: how the one-pass gap grows with the number of
 batches the same answers are cut into, on simulated crowds (its own section,
-``online-em-batches``).
+``online-em-batches``).  ``--ceiling``: what any method that keeps per-task evidence instead of
+the answers could reach at best (its own section, ``online-em-ceiling``): each batch's answers
+are scored with a *batch* fit on every answer seen so far (unbounded memory for learning, so
+the best parameters available at that time) and frozen, as a one-pass method must.
 
 Usage::
 
@@ -30,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import markdown_table, write_section  # noqa: E402
 from tune_defaults import crowds  # noqa: E402
 
-from crowdlearn import GLAD, DawidSkene, simulate  # noqa: E402
+from crowdlearn import GLAD, DawidSkene, get_method, simulate  # noqa: E402
+from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy  # noqa: E402
 from crowdlearn.core.io import load_folder  # noqa: E402
 
@@ -129,6 +133,52 @@ def batches(n_batches=(1, 2, 5, 10), seeds=(0, 1, 2)) -> str:
             + markdown_table(final.reset_index(), floatfmt=".2f", index=False))
 
 
+#: the learners of the ceiling: batch fits on every answer seen so far
+CEILING_LEARNERS = {"ds": lambda: DawidSkene(), "ds (alpha=1)": lambda: DawidSkene(alpha=1.0),
+                    "hds": lambda: get_method("hds")()}
+
+
+def frozen_evidence_labels(data, learner, n_batches=10, seed=0) -> pd.Series:
+    """Labels of a one-pass stream whose learner is a batch fit on all answers seen so far:
+    each batch's answers are scored with the fit of their time, and that evidence is frozen."""
+    frame = data.to_frame().sample(frac=1.0, random_state=seed)
+    parts = np.array_split(np.arange(len(frame)), n_batches)
+    evidence = np.zeros((data.n_tasks, data.n_classes))
+    for i, part in enumerate(parts):
+        seen = CrowdLabels.from_frame(frame.iloc[np.concatenate(parts[:i + 1])], classes=list(data.classes))
+        est = learner().fit(seen)
+        log_conf = np.log(np.clip(est.confusions_, 1e-300, None))  # [worker, true, answered]
+        rows = frame.iloc[part]
+        np.add.at(evidence, data.tasks.get_indexer(rows["task"]),
+                  log_conf[est.workers_.get_indexer(rows["worker"]), :, data.classes.get_indexer(rows["label"])])
+        log_prior = np.log(est.priors_.reindex(data.classes).to_numpy())
+    return pd.Series(data.classes.take((evidence + log_prior).argmax(axis=1)), index=data.tasks)
+
+
+def ceiling(root: Path) -> str:
+    rows = []
+    for name in categorical_datasets(root):
+        d = load_folder(root / name)
+        batch = gold_accuracy(DawidSkene().fit(d).labels_, d)
+        row = {"dataset": name, "batch ds": batch,
+               "partial_fit": gold_accuracy(stream(d).labels_.reindex(d.tasks), d) - batch}
+        for label, learner in CEILING_LEARNERS.items():
+            row[f"frozen, {label} fits"] = gold_accuracy(frozen_evidence_labels(d, learner), d) - batch
+        rows.append(row)
+        print(name, flush=True)
+    df = pd.DataFrame(rows)
+    gaps = [c for c in df.columns if c.startswith("frozen")]
+    df["best frozen"] = df[gaps].max(axis=1)
+    for c in ["partial_fit", *gaps, "best frozen"]:
+        df[c] = 100 * df[c]
+    df["batch ds"] = df["batch ds"].map(lambda a: f"{a:.4f}")
+    ok = int((df["best frozen"] >= -0.5).sum())
+    return ("#### Accuracy minus batch `ds` (points) of one pass in 10 shuffled batches whose per-task evidence is "
+            "scored with a batch fit on all answers seen so far, then frozen\n\n"
+            + markdown_table(df, floatfmt=".2f", index=False)
+            + f"\n\nThe best of the three learners is within 0.5 points of batch `ds` on {ok} of {len(df)} sets.")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
@@ -136,6 +186,7 @@ def main(argv=None) -> int:
     ap.add_argument("--real", action="store_true")
     ap.add_argument("--speed", action="store_true")
     ap.add_argument("--batches", action="store_true")
+    ap.add_argument("--ceiling", action="store_true")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
     parts = []
@@ -151,6 +202,12 @@ def main(argv=None) -> int:
         if args.write_results:
             write_section("online-em-batches", sweep,
                           "OMP_NUM_THREADS=1 python benchmarks/online.py --batches --write-results")
+    if args.ceiling:
+        table = ceiling(args.data_root)
+        print(table)
+        if args.write_results:
+            write_section("online-em-ceiling", table,
+                          "OMP_NUM_THREADS=1 python benchmarks/online.py --ceiling --write-results")
     md = "\n\n".join(parts)
     if md:
         print(md)
