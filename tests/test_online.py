@@ -118,3 +118,62 @@ def test_glad_online_state_is_bounded_and_a_batch_fit_starts_afresh():
     assert "_online" not in est.__dict__ and len(est.difficulties_) == data.n_tasks
     with pytest.raises(ValueError, match="step_power"):
         GLAD().partial_fit(data, step_power=1.5)
+
+
+def test_regression_on_leave_one_out_posteriors_recovers_a_confusion():
+    """E[r e_a^T] = E[r r^T] Pi when r is a calibrated posterior that does not see the answer:
+    the regression recovers Pi where the plain normalised counts are pulled toward the
+    answers' marginal."""
+    from crowdlearn.aggregation.online import regressed_counts
+
+    rng = np.random.default_rng(0)
+    k, n = 3, 20000
+    conf = np.array([[0.8, 0.1, 0.1], [0.2, 0.6, 0.2], [0.05, 0.15, 0.8]])
+    r = rng.dirichlet(np.full(k, 0.7), size=n)  # weak, calibrated posteriors
+    truth = (r.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    answer = (conf[truth].cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    s = np.zeros((k, k))  # rows answered, columns true (the statistics' layout)
+    np.add.at(s, answer, r)
+    rr = r.T @ r
+    counts = regressed_counts(s, rr, s, rr, anchor=1e-3)  # one worker: it is the population
+    est = counts.T / counts.T.sum(axis=1, keepdims=True)
+    naive = s.T / s.T.sum(axis=1, keepdims=True)
+    assert np.abs(est - conf).max() < 0.05
+    assert np.abs(naive - conf).max() > 0.2
+
+
+def test_leave_one_out_stream_knows_its_spammers():
+    """One shuffled pass: with plain stepwise statistics every worker vouches for itself
+    (most tasks have one answer per batch) and spammers look reliable; leave-one-out
+    statistics rank the workers like their planted accuracies."""
+    from scipy.stats import spearmanr
+
+    data = simulate.dawid_skene(1000, 40, 4, labels_per_task=5, accuracy=(0.5, 0.85), spammers=0.3,
+                                adversaries=0.1, seed=0)
+    task, worker, label = np.asarray(data.task), np.asarray(data.worker), np.asarray(data.label)
+    planted = pd.Series(label == np.asarray(data.truth)[task]).groupby(worker).mean()
+    rho = {}
+    for loo in (True, False):
+        est = DawidSkene()
+        for b in _batches(data, 10):
+            est.partial_fit(b, classes=list(data.classes), leave_one_out=loo)
+        rho[loo] = spearmanr(est.skills_.reindex(data.workers).to_numpy(), planted.to_numpy()).statistic
+    assert rho[True] > 0.8 and rho[True] > rho[False] + 0.08
+
+
+def test_leave_one_out_numba_and_numpy_agree_and_options_are_fixed():
+    pytest.importorskip("numba")
+    data = simulate.dawid_skene(600, 20, 3, labels_per_task=4, spammers=0.2, seed=6)
+    out = {}
+    for backend in ("numpy", "numba"):
+        est = DawidSkene(backend=backend)
+        for b in _batches(data, 5):
+            est.partial_fit(b, classes=list(data.classes))
+        out[backend] = (est.probas_.to_numpy(), est.confusions_)
+    assert np.allclose(out["numpy"][0], out["numba"][0], atol=1e-9)
+    assert np.allclose(out["numpy"][1], out["numba"][1], atol=1e-9)
+    est = DawidSkene().partial_fit(_batches(data, 2)[0], leave_one_out=False)
+    est.partial_fit(_batches(data, 2)[1], leave_one_out=True)  # ignored: fixed at the first call
+    assert est._online["leave_one_out"] is False
+    with pytest.raises(ValueError, match="anchor"):
+        DawidSkene().partial_fit(data, anchor=0.0)

@@ -14,6 +14,26 @@ get it alike.  ``alpha`` in (0.5, 1] makes ``sum eta = inf`` and ``sum eta^2 < i
 (Robbins-Monro); ``alpha = 1`` with ``t0 = 1`` makes ``s`` the plain average of the batch
 statistics, each computed with the parameters of its time.
 
+Leave-one-out statistics (``leave_one_out=True``, the default).  In a shuffled stream most
+answers arrive at tasks that have few other answers yet, so a task's posterior is mostly its
+new answer's own vote, and plain stepwise statistics ``q_t ⊗ e_a`` let every worker vouch for
+itself: after one pass spammers look as reliable as anyone (``benchmarks/online.py``).  Each
+answer ``a`` of worker ``w`` on task ``t`` is therefore counted against its task's posterior
+*without* that answer, ``r_a ∝ pi * exp(evidence_t + batch logits_t - log Pi_w[:, a])``.  Such
+a posterior is independent of the answer given the truth, so ``E[r_a e_a^T] = E[r_a r_a^T]
+Pi_w``: a worker's confusion is the linear regression of its answers on ``r``.  It is solved
+per worker with a ridge toward the population's confusion (itself the same regression pooled
+over workers, with a ridge toward a weakly diagonal matrix),
+
+    Pi_w = (R_w + lambda I)^-1 (S_w + lambda Pi_pop),   R_w = sum_a r_a r_a^T,   S_w = sum_a r_a e_a^T,
+
+rows clipped to the simplex; ``lambda`` (``anchor``, in answers) holds the directions the
+answers do not inform -- an answer to a task with no other evidence has ``r_a`` equal to the
+class prior and says nothing about the worker's confusion, only about how often it gives each
+class.  ``R_w`` is one more ``K x K`` statistic per worker with the same stepwise average.
+The corrected confusions, times each worker's class mass, are the soft counts handed to the
+host's M-step.  ``leave_one_out=False`` is plain stepwise EM, which on one batch is batch EM.
+
 State: ``O(workers x K^2)`` statistics plus ``O(tasks x K)`` accumulated log-evidence per
 task (so that a task whose answers arrive in several batches has one posterior built from all
 of them), never the answers: memory does not grow with the answers seen.
@@ -92,14 +112,33 @@ class OnlineState:
         return rows, t_global, eta
 
     @staticmethod
-    def _online_commit(st: dict, cells: np.ndarray, values: np.ndarray, eta: float) -> None:
+    def _online_commit(st: dict, cells: np.ndarray, values: np.ndarray, eta: float,
+                       more: dict[str, np.ndarray] | None = None) -> None:
         """Every worker's statistics decay by ``1 - eta`` (the shared scale, so untouched
-        rows are not rewritten); the rows ``cells`` take their new ``values``."""
-        scale = st["scale"] * (1.0 - eta)
+        rows are not rewritten); the rows ``cells`` take their new ``values``.
+
+        ``more`` holds further per-worker statistics (state key -> new rows) sharing the
+        scale; a state key ``"sum_" + key`` is kept equal to the sum of that statistic's
+        ``K x K`` blocks over all workers (the population), updated from the batch's rows.
+        """
+        arrays = {"raw": values, **(more or {})}
+        old_scale = st["scale"]
+        scale = old_scale * (1.0 - eta)
+        # population totals in statistic units after this step: the others decay
+        totals = {}
+        for key, new in arrays.items():
+            if "sum_" + key in st:
+                k = new.shape[1]
+                others = st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0)
+                totals[key] = scale * others + new.reshape(-1, k, k).sum(axis=0)
         if scale < 1e-150:  # fold the scale into the rows before it underflows (eta = 1: all new)
-            st["raw"] *= scale
+            for key in arrays:
+                st[key] *= scale
             scale = 1.0
-        st["raw"][cells] = values / scale
+        for key, new in arrays.items():
+            st[key][cells] = new / scale
+            if key in totals:
+                st["sum_" + key] = totals[key] / scale
         st["scale"] = scale
 
     def _online_forget(self) -> None:
@@ -154,8 +193,9 @@ class StepwiseEM(OnlineState):
     M-step), ``_pseudo_counts(k, m)``, ``prior_alpha`` and ``backend``.
     """
 
-    def partial_fit(self, labels: Any, *, classes: Any = None, step_power: float = 1.0,
-                    step_offset: float = 4.0, inner_iter: int = 5) -> "StepwiseEM":
+    def partial_fit(self, labels: Any, *, classes: Any = None, step_power: float = 0.8,
+                    step_offset: float = 1.0, inner_iter: int = 3, leave_one_out: bool = True,
+                    anchor: float = 5.0) -> "StepwiseEM":
         """Update the worker model with one batch of answers (new tasks and workers allowed).
 
         Parameters
@@ -167,12 +207,21 @@ class StepwiseEM(OnlineState):
         step_power, step_offset : float
             ``alpha`` in (0.5, 1] and ``t0 >= 1`` of the step size ``(t + t0)^-alpha``, fixed
             at the first call.  Defaults chosen on the simulated crowds of
-            ``benchmarks/tune_defaults.py`` (``benchmarks/online.py --tune``: mean accuracy
-            after one pass in 10 batches over a grid of alpha in {0.6, 0.8, 1}, t0 in {1, 4},
-            ``inner_iter`` in {2, 5}).
+            ``benchmarks/tune_defaults.py`` (``benchmarks/online.py --tune``: accuracy after
+            one pass in 10 batches, of the streamed posteriors and of the final parameters,
+            over a grid of the statistics, alpha in {0.8, 1}, t0 in {1, 4} and ``inner_iter``
+            in {2, 3, 5}).
         inner_iter : int
             EM rounds on each batch (E-step, stepwise update, M-step); the batch's posteriors
             then reflect the parameters it has itself informed.
+        leave_one_out : bool
+            Count each answer against its task's posterior without it, corrected by
+            regression (module docstring); fixed at the first call.  False: plain stepwise EM.
+        anchor : float > 0
+            Strength, in answers, of the ridge that pulls each worker's regression toward the
+            population confusion (``leave_one_out`` only); fixed at the first call.
+            ``leave_one_out`` and ``anchor`` (5, of {2, 5, 20}) were chosen with the step
+            sizes, on the same grid.
 
         After each call ``probas_``/``labels_`` hold every task seen so far (from its
         accumulated evidence), and ``confusions_``, ``priors_``, ``skills_`` and
@@ -184,6 +233,7 @@ class StepwiseEM(OnlineState):
         if batch.n_labels == 0:
             return self
         rows, t_global, eta = self._online_codes(st, batch, width=k, columns=k)
+        loo = self._online_loo_start(st, leave_one_out, anchor, k)
         # Statistics live in the kernels' layout, row ``w*K + answered``, column ``true``.
         # Everything below touches only the batch's workers: the statistics of the others
         # decay by (1 - eta) at every step, one shared factor ``scale`` (statistics = scale *
@@ -193,7 +243,15 @@ class StepwiseEM(OnlineState):
         old = st["scale"] * st["raw"][cells]  # (batch workers * K, K)
         pseudo = self._online_pseudo(k, len(st["worker_ids"]), rows)
         backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"] + batch.n_labels)
-        log_table = self._table_from_counts(np.ascontiguousarray(old * st["n_seen"]), pseudo, backend)
+        if loo:
+            # leave-one-out second moments: row ``w*K + true``, column ``true``
+            old_r = st["scale"] * st["rraw"][cells]
+            others = {key: st["scale"] * (st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0))
+                      for key in ("raw", "rraw")}
+            counts = self._online_loo_counts(st, old, old_r, others, st["n_seen"], 1.0)
+        else:
+            counts = old * st["n_seen"]
+        log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
         log_prior = self._online_log_prior(st["prior_stat"], st["n_seen"])
         inc = batch.incidence()  # (batch tasks, batch workers * K): logits = inc @ log_table
         # workers without statistics yet have no confusion to score with (DS's pseudo-counts
@@ -202,24 +260,36 @@ class StepwiseEM(OnlineState):
         known = np.repeat(old.reshape(batch.n_workers, k * k).sum(axis=1) > 0, k)
         past = st["evidence"][t_global]
         n_now = st["n_seen"] + batch.n_labels
-        stat, prior_stat = old, st["prior_stat"]
+        stat, stat_r, prior_stat = old, None, st["prior_stat"]
+        answer_cell = batch.worker.astype(np.int64) * k + batch.label  # per answer: its row
         for it in range(max(1, int(inner_iter))):
-            logit = inc @ (log_table if it else np.where(known[:, None], log_table, 0.0))
+            table = log_table if it else np.where(known[:, None], log_table, 0.0)
+            logit = inc @ table
             logit += log_prior
             logit += past
             post = row_softmax(logit)
             if it == 0:
                 blind = ((inc @ known.astype(np.float64)) == 0) & (np.abs(past).sum(axis=1) == 0)
                 post[blind] = vote_fractions(batch)[blind]
-            stat = (1.0 - eta) * old + (eta / batch.n_labels) * (inc.T @ post)
+            if loo:
+                # each answer against its task's posterior without it (a blind task keeps
+                # its vote shares: there is nothing else to hold the answer against)
+                batch_stat, batch_r = loo_statistics(logit, table, batch, answer_cell,
+                                                     blind[batch.task] if it == 0 else None, post, backend)
+                stat_r = (1.0 - eta) * old_r + (eta / batch.n_labels) * batch_r
+            else:
+                batch_stat = inc.T @ post
+            stat = (1.0 - eta) * old + (eta / batch.n_labels) * batch_stat
             prior_stat = (1.0 - eta) * st["prior_stat"] + eta * post.mean(axis=0)
-            log_table = self._table_from_counts(np.ascontiguousarray(stat * n_now), pseudo, backend)
+            counts = (self._online_loo_counts(st, stat, stat_r, others, n_now, 1.0 - eta) if loo
+                      else stat * n_now)
+            log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
             log_prior = self._online_log_prior(prior_stat, n_now)
         # the evidence stored per task is frozen once written, so it is scored with
         # Laplace-smoothed confusions (one more pseudo-count per cell): a cell the model of
         # the moment calls impossible must not veto a class for good
-        frozen = self._table_from_counts(np.ascontiguousarray(stat * n_now + 1.0), pseudo, backend)
-        self._online_commit(st, cells, stat, eta)
+        frozen = self._table_from_counts(np.ascontiguousarray(counts + 1.0), pseudo, backend)
+        self._online_commit(st, cells, stat, eta, {"rraw": stat_r} if loo else None)
         st["prior_stat"] = prior_stat
         st["evidence"][t_global] += inc @ frozen
         st["t"] += 1
@@ -228,6 +298,31 @@ class StepwiseEM(OnlineState):
         return self
 
     # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _online_loo_start(st: dict, leave_one_out: bool, anchor: float, k: int) -> bool:
+        """Fix ``leave_one_out`` and ``anchor`` at the first call; grow the second-moment
+        rows with the workers."""
+        if "leave_one_out" not in st:
+            if not anchor > 0:
+                raise ValueError(f"anchor must be > 0, got {anchor!r}")
+            st["leave_one_out"], st["anchor"] = bool(leave_one_out), float(anchor)
+            if st["leave_one_out"]:
+                st["rraw"] = np.zeros((0, k))
+                st["sum_raw"], st["sum_rraw"] = np.zeros((k, k)), np.zeros((k, k))
+        if st["leave_one_out"]:
+            st["rraw"] = grown_rows(st["rraw"], len(st["raw"]))
+        return st["leave_one_out"]
+
+    @staticmethod
+    def _online_loo_counts(st: dict, stat: np.ndarray, stat_r: np.ndarray, others: dict,
+                           n: float, decay: float) -> np.ndarray:
+        """Soft counts of the rows ``stat`` from leave-one-out statistics; the population
+        is these rows plus ``decay`` times the other workers' totals ``others``."""
+        k = stat.shape[1]
+        pop_s = decay * others["raw"] + stat.reshape(-1, k, k).sum(axis=0)
+        pop_r = decay * others["rraw"] + stat_r.reshape(-1, k, k).sum(axis=0)
+        return regressed_counts(stat * n, stat_r * n, pop_s * n, pop_r * n, st["anchor"])
+
     def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
         """The host's pseudo-counts, restricted to ``rows`` when they are per worker."""
         pseudo = self._pseudo_counts(k, m)
@@ -251,6 +346,10 @@ class StepwiseEM(OnlineState):
     def _online_worker_model(self, st: dict) -> None:
         k, m = len(st["classes"]), len(st["worker_ids"])
         counts = st["scale"] * st["raw"][:m * k] * st["n_seen"]
+        if st.get("leave_one_out"):
+            n = st["scale"] * st["n_seen"]
+            counts = regressed_counts(counts, n * st["rraw"][:m * k], n * st["sum_raw"], n * st["sum_rraw"],
+                                      st["anchor"])
         backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"])
         self._log_table = self._table_from_counts(np.ascontiguousarray(counts), self._online_pseudo(k, m), backend)
         self.confusions_ = confusions_from_log_table(self._log_table, m)
@@ -306,6 +405,63 @@ class IdCodes:
                 (a, start), (b, _) = self.segments[-2], self.segments[-1]
                 self.segments[-2:] = [(a.append(b), start)]
         return found
+
+
+def loo_statistics(logit: np.ndarray, table: np.ndarray, batch: CrowdLabels, answer_cell: np.ndarray,
+                   fixed: np.ndarray | None, fixed_rows: np.ndarray, backend: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per worker of the batch, from each answer's posterior without it
+    ``r_a = softmax(logit[task_a] - table[cell_a])`` (or ``fixed_rows[task_a]`` where
+    ``fixed[a]``): the first moments ``sum r_a`` in the rows ``w*K + answered`` and the
+    second moments ``sum r_a r_a^T`` in the rows ``w*K + true``, both (n_workers * K, K)."""
+    k = logit.shape[1]
+    rows = batch.n_workers * k
+    compiled = kernels.load_compiled("crowdlearn.aggregation.online_compiled") if backend == "numba" else None
+    if compiled is not None:
+        first, second = np.zeros((rows, k)), np.zeros((rows, k))
+        no_fixed = np.zeros(batch.n_labels, dtype=np.bool_) if fixed is None else fixed
+        compiled.loo_moments(np.ascontiguousarray(logit), np.ascontiguousarray(table), batch.task,
+                             answer_cell, batch.worker, no_fixed, fixed_rows, first, second)
+        return first, second
+    held = row_softmax(logit[batch.task] - table[answer_cell])
+    if fixed is not None:
+        held[fixed] = fixed_rows[batch.task[fixed]]
+    n = batch.n_labels
+    outer = (held[:, :, None] * held[:, None, :]).reshape(n, k * k)
+    first = np.zeros((rows, k))
+    np.add.at(first, answer_cell, held)
+    second = np.zeros((batch.n_workers, k * k))
+    np.add.at(second, batch.worker, outer)
+    return first, second.reshape(rows, k)
+
+
+def regressed_counts(s_counts: np.ndarray, r_counts: np.ndarray, pop_s: np.ndarray, pop_r: np.ndarray,
+                     anchor: float) -> np.ndarray:
+    """Soft counts from leave-one-out moments (the regression of the module docstring).
+
+    ``s_counts`` (W*K, K): rows ``w*K + answered``, columns ``true``; ``r_counts`` (W*K, K):
+    rows ``w*K + true``; ``pop_s``, ``pop_r`` (K, K): their sums over workers.  The
+    population confusion ``(R + a I)^-1 (S^T + a A)`` with ``A`` weakly diagonal (0.7 on the
+    diagonal, the rest shared), then each worker's ``(R_w + a I)^-1 (S_w^T + a Pi_pop)``,
+    rows clipped to the simplex and scaled by the worker's class mass; returned in the
+    layout of ``s_counts``.
+    """
+    k = s_counts.shape[1]
+    m = s_counts.shape[0] // k
+    eye = np.eye(k)
+    prior = np.full((k, k), 0.3 / max(k - 1, 1))
+    np.fill_diagonal(prior, 0.7)
+    pop = _rows_to_simplex(np.linalg.solve(pop_r + anchor * eye, pop_s.T + anchor * prior))
+    s = s_counts.reshape(m, k, k).transpose(0, 2, 1)  # [w, true, answered]
+    conf = _rows_to_simplex(np.linalg.solve(r_counts.reshape(m, k, k) + anchor * eye, s + anchor * pop))
+    out = s.sum(axis=2)[:, :, None] * conf  # each worker's class mass times its confusion
+    return np.ascontiguousarray(out.transpose(0, 2, 1).reshape(m * k, k))
+
+
+def _rows_to_simplex(x: np.ndarray) -> np.ndarray:
+    """Rows (last axis) clipped at a small positive floor and renormalised: a regression
+    can step outside the simplex where the data are thin."""
+    x = np.clip(x, 1e-6, None)
+    return x / x.sum(axis=-1, keepdims=True)
 
 
 def row_softmax(logit: np.ndarray) -> np.ndarray:
