@@ -122,8 +122,7 @@ class OnlineState:
         ``K x K`` blocks over all workers (the population), updated from the batch's rows.
         """
         arrays = {"raw": values, **(more or {})}
-        old_scale = st["scale"]
-        scale = old_scale * (1.0 - eta)
+        scale = st["scale"] * (1.0 - eta)
         # population totals in statistic units after this step: the others decay
         totals = {}
         for key, new in arrays.items():
