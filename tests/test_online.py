@@ -177,3 +177,24 @@ def test_leave_one_out_numba_and_numpy_agree_and_options_are_fixed():
     assert est._online["leave_one_out"] is False
     with pytest.raises(ValueError, match="anchor"):
         DawidSkene().partial_fit(data, anchor=0.0)
+
+
+def test_compiled_worker_regressions_match_numpy():
+    pytest.importorskip("numba")
+    from crowdlearn.aggregation.online import regressed_counts
+
+    rng = np.random.default_rng(2)
+    k, m = 4, 30
+    held = rng.dirichlet(np.ones(k), size=(m, 25))
+    answers = rng.integers(0, k, size=(m, 25))
+    s = np.zeros((m * k, k))
+    r = np.zeros((m * k, k))
+    for w in range(m):
+        np.add.at(s, w * k + answers[w], held[w])
+        r[w * k:(w + 1) * k] = held[w].T @ held[w]
+    pop_s, pop_r = s.reshape(m, k, k).sum(0), r.reshape(m, k, k).sum(0)
+    a = regressed_counts(s, r, pop_s, pop_r, 5.0, "numpy")
+    b = regressed_counts(s, r, pop_s, pop_r, 5.0, "numba")
+    assert np.allclose(a, b, atol=1e-10)
+    # class mass is kept: each worker's counts per true class sum to its soft count
+    assert np.allclose(a.reshape(m, k, k).sum(axis=1), s.reshape(m, k, k).sum(axis=1))

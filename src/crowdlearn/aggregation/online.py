@@ -247,7 +247,7 @@ class StepwiseEM(OnlineState):
             old_r = st["scale"] * st["rraw"][cells]
             others = {key: st["scale"] * (st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0))
                       for key in ("raw", "rraw")}
-            counts = self._online_loo_counts(st, old, old_r, others, st["n_seen"], 1.0)
+            counts = self._online_loo_counts(st, old, old_r, others, st["n_seen"], 1.0, backend)
         else:
             counts = old * st["n_seen"]
         log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
@@ -280,7 +280,7 @@ class StepwiseEM(OnlineState):
                 batch_stat = inc.T @ post
             stat = (1.0 - eta) * old + (eta / batch.n_labels) * batch_stat
             prior_stat = (1.0 - eta) * st["prior_stat"] + eta * post.mean(axis=0)
-            counts = (self._online_loo_counts(st, stat, stat_r, others, n_now, 1.0 - eta) if loo
+            counts = (self._online_loo_counts(st, stat, stat_r, others, n_now, 1.0 - eta, backend) if loo
                       else stat * n_now)
             log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
             log_prior = self._online_log_prior(prior_stat, n_now)
@@ -314,13 +314,13 @@ class StepwiseEM(OnlineState):
 
     @staticmethod
     def _online_loo_counts(st: dict, stat: np.ndarray, stat_r: np.ndarray, others: dict,
-                           n: float, decay: float) -> np.ndarray:
+                           n: float, decay: float, backend: str) -> np.ndarray:
         """Soft counts of the rows ``stat`` from leave-one-out statistics; the population
         is these rows plus ``decay`` times the other workers' totals ``others``."""
         k = stat.shape[1]
         pop_s = decay * others["raw"] + stat.reshape(-1, k, k).sum(axis=0)
         pop_r = decay * others["rraw"] + stat_r.reshape(-1, k, k).sum(axis=0)
-        return regressed_counts(stat * n, stat_r * n, pop_s * n, pop_r * n, st["anchor"])
+        return regressed_counts(stat * n, stat_r * n, pop_s * n, pop_r * n, st["anchor"], backend)
 
     def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
         """The host's pseudo-counts, restricted to ``rows`` when they are per worker."""
@@ -345,11 +345,11 @@ class StepwiseEM(OnlineState):
     def _online_worker_model(self, st: dict) -> None:
         k, m = len(st["classes"]), len(st["worker_ids"])
         counts = st["scale"] * st["raw"][:m * k] * st["n_seen"]
+        backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"])
         if st.get("leave_one_out"):
             n = st["scale"] * st["n_seen"]
             counts = regressed_counts(counts, n * st["rraw"][:m * k], n * st["sum_raw"], n * st["sum_rraw"],
-                                      st["anchor"])
-        backend = kernels.resolve_backend(getattr(self, "backend", "auto"), st["n_seen"])
+                                      st["anchor"], backend)
         self._log_table = self._table_from_counts(np.ascontiguousarray(counts), self._online_pseudo(k, m), backend)
         self.confusions_ = confusions_from_log_table(self._log_table, m)
         self.workers_ = st["worker_ids"].index().rename("worker")
@@ -434,7 +434,7 @@ def loo_statistics(logit: np.ndarray, table: np.ndarray, batch: CrowdLabels, ans
 
 
 def regressed_counts(s_counts: np.ndarray, r_counts: np.ndarray, pop_s: np.ndarray, pop_r: np.ndarray,
-                     anchor: float) -> np.ndarray:
+                     anchor: float, backend: str = "numpy") -> np.ndarray:
     """Soft counts from leave-one-out moments (the regression of the module docstring).
 
     ``s_counts`` (W*K, K): rows ``w*K + answered``, columns ``true``; ``r_counts`` (W*K, K):
@@ -450,6 +450,12 @@ def regressed_counts(s_counts: np.ndarray, r_counts: np.ndarray, pop_s: np.ndarr
     prior = np.full((k, k), 0.3 / max(k - 1, 1))
     np.fill_diagonal(prior, 0.7)
     pop = _rows_to_simplex(np.linalg.solve(pop_r + anchor * eye, pop_s.T + anchor * prior))
+    compiled = kernels.load_compiled("crowdlearn.aggregation.online_compiled") if backend == "numba" else None
+    if compiled is not None:
+        out = np.empty_like(s_counts)
+        compiled.worker_regressions(np.ascontiguousarray(s_counts), np.ascontiguousarray(r_counts), pop,
+                                    float(anchor), out)
+        return out
     s = s_counts.reshape(m, k, k).transpose(0, 2, 1)  # [w, true, answered]
     conf = _rows_to_simplex(np.linalg.solve(r_counts.reshape(m, k, k) + anchor * eye, s + anchor * pop))
     out = s.sum(axis=2)[:, :, None] * conf  # each worker's class mass times its confusion

@@ -52,3 +52,57 @@ def loo_moments(logit, table, task, cell, worker, fixed, fixed_rows, first, seco
             hi = h[i]
             for j in range(k):
                 second[base + i, j] += hi * h[j]
+
+
+@numba.njit(cache=True, nogil=True)
+def worker_regressions(s_counts, r_counts, pop, anchor, out):
+    """Each worker's ridge regression of :func:`crowdlearn.aggregation.online.regressed_counts`
+    into ``out`` (the layout of ``s_counts``): ``(R_w + a I)^-1 (S_w^T + a pop)`` by Cholesky
+    (``R_w`` is a sum of outer products, so ``R_w + a I`` is positive definite), rows clipped
+    to the simplex, times the worker's class mass."""
+    k = pop.shape[0]
+    m = s_counts.shape[0] // k
+    a = np.empty((k, k))
+    b = np.empty((k, k))
+    mass = np.empty(k)
+    for w in range(m):
+        base = w * k
+        for i in range(k):
+            mass[i] = 0.0
+            for j in range(k):
+                a[i, j] = r_counts[base + i, j]
+                b[i, j] = s_counts[base + j, i] + anchor * pop[i, j]  # [true, answered]
+                mass[i] += s_counts[base + j, i]
+            a[i, i] += anchor
+        # Cholesky a = L L^T, L in the lower triangle of a
+        for j in range(k):
+            d = a[j, j]
+            for p in range(j):
+                d -= a[j, p] * a[j, p]
+            d = np.sqrt(d)
+            a[j, j] = d
+            for i in range(j + 1, k):
+                v = a[i, j]
+                for p in range(j):
+                    v -= a[i, p] * a[j, p]
+                a[i, j] = v / d
+        # solve L Y = B, then L^T X = Y, column by column of b (in place)
+        for c in range(k):
+            for i in range(k):
+                v = b[i, c]
+                for p in range(i):
+                    v -= a[i, p] * b[p, c]
+                b[i, c] = v / a[i, i]
+            for i in range(k - 1, -1, -1):
+                v = b[i, c]
+                for p in range(i + 1, k):
+                    v -= a[p, i] * b[p, c]
+                b[i, c] = v / a[i, i]
+        for i in range(k):
+            total = 0.0
+            for j in range(k):
+                if b[i, j] < 1e-6:
+                    b[i, j] = 1e-6
+                total += b[i, j]
+            for j in range(k):
+                out[base + j, i] = mass[i] * b[i, j] / total
