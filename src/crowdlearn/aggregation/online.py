@@ -247,10 +247,11 @@ class StepwiseEM(OnlineState):
             old_r = st["scale"] * st["rraw"][cells]
             others = {key: st["scale"] * (st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0))
                       for key in ("raw", "rraw")}
-            counts = self._online_loo_counts(st, old, old_r, others, st["n_seen"], 1.0, backend)
+            # the first E-step scores with each worker's table as its last batch left it
+            # (the population anchor has moved a little since; the rounds below refit it)
+            log_table = st["table"][cells]
         else:
-            counts = old * st["n_seen"]
-        log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
+            log_table = self._table_from_counts(np.ascontiguousarray(old * st["n_seen"]), pseudo, backend)
         log_prior = self._online_log_prior(st["prior_stat"], st["n_seen"])
         inc = batch.incidence()  # (batch tasks, batch workers * K): logits = inc @ log_table
         # workers without statistics yet have no confusion to score with (DS's pseudo-counts
@@ -289,6 +290,8 @@ class StepwiseEM(OnlineState):
         # the moment calls impossible must not veto a class for good
         frozen = self._table_from_counts(np.ascontiguousarray(counts + 1.0), pseudo, backend)
         self._online_commit(st, cells, stat, eta, {"rraw": stat_r} if loo else None)
+        if loo:
+            st["table"][cells] = log_table
         st["prior_stat"] = prior_stat
         st["evidence"][t_global] += inc @ frozen
         st["t"] += 1
@@ -306,10 +309,11 @@ class StepwiseEM(OnlineState):
                 raise ValueError(f"anchor must be > 0, got {anchor!r}")
             st["leave_one_out"], st["anchor"] = bool(leave_one_out), float(anchor)
             if st["leave_one_out"]:
-                st["rraw"] = np.zeros((0, k))
+                st["rraw"], st["table"] = np.zeros((0, k)), np.zeros((0, k))
                 st["sum_raw"], st["sum_rraw"] = np.zeros((k, k)), np.zeros((k, k))
         if st["leave_one_out"]:
             st["rraw"] = grown_rows(st["rraw"], len(st["raw"]))
+            st["table"] = grown_rows(st["table"], len(st["raw"]))
         return st["leave_one_out"]
 
     @staticmethod
