@@ -397,9 +397,10 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
 
     if kind in ("continuous", "multilabel"):  # gold by task: match its ids to the answers'
         data = _table_with_gold(args, build, truth, df[roles["task"]])
-    else:
+    else:  # pairwise and similarity: gold by item
         with naming_file(args.input, args.gold):
             data = build(truth)
+        _note_unmatched_gold(args, truth, data.items, "item")
     del df
     return _fit_answers(args, kind, data)
 
