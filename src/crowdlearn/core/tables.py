@@ -123,7 +123,8 @@ def read_table(
                     f"{path}: reading Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
                 ) from exc
         elif fmt == "jsonl":
-            df = pd.read_json(path, lines=True, dtype=False)
+            # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
+            df = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
         else:
             raise ValueError(f"unknown format {fmt!r}")
     except pd.errors.EmptyDataError:
