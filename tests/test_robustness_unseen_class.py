@@ -21,3 +21,34 @@ def test_json_lines_with_a_byte_order_mark(tmp_path, capsys):
     out = tmp_path / "out.csv"
     assert main(["aggregate", str(src), "--method", "mv", "--out", str(out)]) == 0, capsys.readouterr().err
     assert sorted(pd.read_csv(out)["task"]) == ["t1", "t2", "t3"]
+
+
+def _numbered() -> pd.DataFrame:
+    return pd.DataFrame({"task": ["t1", "t1", "t2", "t2", "t3"], "worker": ["a", "b", "a", "b", "a"],
+                         "label": [1, 1, 2, 1, 2]})
+
+
+def test_gold_spelling_a_label_number_differently_is_that_class():
+    """One number, one class, for gold too: gold "1.0" is the class "1" of a file's text
+    labels, and the gold text "2" is the class 2 of an integer label column (Parquet, JSON
+    Lines); both were refused ("not one of the classes", "two different values")."""
+    text = _numbered().astype({"label": str})
+    data = CrowdLabels.from_frame(text, truth={"t1": "1.0", "t2": "2"})
+    assert list(data.classes) == ["1", "2"] and data.truth_series().to_dict() == {"t1": "1", "t2": "2"}
+    ints = _numbered()
+    data = CrowdLabels.from_frame(ints, truth={"t1": "1", "t2": "2.0"})
+    assert list(data.classes) == [1, 2] and data.truth_series().to_dict() == {"t1": 1, "t2": 2}
+    data = CrowdLabels.from_frame(ints, classes=[2, 1], truth={"t1": "1"})
+    assert data.truth_series().to_dict() == {"t1": 1}
+    assert CrowdLabels.from_frame(ints).with_truth({"t3": "2"}).truth_series().to_dict() == {"t3": 2}
+    # a gold value that is no label's number stays a class of its own, as before
+    assert list(CrowdLabels.from_frame(text, truth={"t1": "3"}).classes) == ["1", "2", "3"]
+
+
+def test_cli_gold_file_with_integer_labels_from_parquet(tmp_path, capsys):
+    src = tmp_path / "in.parquet"
+    _numbered().to_parquet(src, index=False)
+    gold = tmp_path / "truth.csv"
+    gold.write_text("task,truth\nt1,1\nt2,2.0\n")
+    assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--out", str(tmp_path / "o.csv")]) == 0
+    assert "accuracy on 2 gold tasks" in capsys.readouterr().err
