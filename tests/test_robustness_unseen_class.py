@@ -52,3 +52,23 @@ def test_cli_gold_file_with_integer_labels_from_parquet(tmp_path, capsys):
     gold.write_text("task,truth\nt1,1\nt2,2.0\n")
     assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--out", str(tmp_path / "o.csv")]) == 0
     assert "accuracy on 2 gold tasks" in capsys.readouterr().err
+
+
+def test_gold_contradicting_itself_for_a_task_is_refused(tmp_path, capsys):
+    """A truth file giving one task two different gold labels was read silently (the last
+    row won); a repeated identical row is harmless and stays accepted."""
+    import pytest
+
+    text = _answers()
+    with pytest.raises(ValueError, match="gold of task 't1' is given twice: 'x' and 'y'"):
+        CrowdLabels.from_frame(text, truth=pd.Series(["x", "y"], index=["t1", "t1"]))
+    with pytest.raises(ValueError, match="gold of task 't1' is given twice"):
+        CrowdLabels.from_frame(text).with_truth(pd.Series(["x", "y"], index=["t1", "t1"]))
+    same = CrowdLabels.from_frame(text, truth=pd.Series(["x", "x", "y"], index=["t1", "t1", "t2"]))
+    assert same.truth_series().to_dict() == {"t1": "x", "t2": "y"}
+    src, gold = tmp_path / "in.csv", tmp_path / "truth.csv"
+    text.to_csv(src, index=False)
+    gold.write_text("task,truth\nt1,x\nt2,y\nt1,y\n")
+    assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"crowdlearn: error: {gold}: gold of task 't1' is given twice: 'x' and 'y'\n"

@@ -184,6 +184,31 @@ def _gold_as_classes(gold: pd.Series, classes: Iterable[Hashable]) -> pd.Series:
     return gold.map(lambda v: spelled.get(v, v)).astype(object)
 
 
+def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.Index) -> None:
+    """Raise ``ValueError`` when one task is given two different gold classes.
+
+    Parameters
+    ----------
+    tasks : Index
+        The gold's task ids, one per gold value (a repeated id is a repeated row).
+    codes : ndarray of int
+        The class code of each gold value.
+    classes : Index
+        The classes the codes index, to name the two golds.
+    """
+    if not tasks.has_duplicates:
+        return
+    pairs = pd.DataFrame({"task": pd.factorize(tasks)[0], "code": codes})
+    first = pairs.groupby("task", sort=False)["code"].transform("first").to_numpy()
+    bad = np.flatnonzero(first != codes)
+    if len(bad):
+        at = bad[0]
+        raise ValueError(
+            f"gold of task {tasks[at]!r} is given twice: {classes[first[at]]!r} and "
+            f"{classes[codes[at]]!r}"
+        )
+
+
 def class_codes(values: pd.Series, normalised: bool = False) -> tuple[np.ndarray, pd.Index]:
     """Codes and class index of raw label values: sorted classes, one class per number
     (``1``, ``1.0`` and ``"1.0"`` are one class).  ``normalised``: float values were already
@@ -561,6 +586,7 @@ class CrowdLabels:
                 bad_val = bad_val.item() if isinstance(bad_val, np.generic) else bad_val
                 raise ValueError(f"gold label {bad_val!r} of task {bad_task!r} is not one of the "
                                  f"classes {list(class_index)[:10]}")
+            _refuse_contradicting_gold(truth_s.index, cls_codes, class_index)
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
             truth_codes[pos[ok]] = cls_codes[ok]
 
@@ -755,6 +781,7 @@ class CrowdLabels:
             raise ValueError(
                 f"gold label {bad!r} is not one of the classes {list(self.classes)[:10]}"
             )
+        _refuse_contradicting_gold(gold_s.index, cls_codes, self.classes)
         ok = pos >= 0
         codes[pos[ok]] = cls_codes[ok]
         return codes
