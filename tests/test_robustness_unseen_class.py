@@ -72,3 +72,18 @@ def test_gold_contradicting_itself_for_a_task_is_refused(tmp_path, capsys):
     assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold)]) == 2
     err = capsys.readouterr().err
     assert err == f"crowdlearn: error: {gold}: gold of task 't1' is given twice: 'x' and 'y'\n"
+
+
+def test_benchmark_keeps_folders_of_the_same_name(tmp_path, capsys):
+    """Two dataset folders with the same last name (run1/data, run2/data) were one column of
+    the table: the second silently replaced the first."""
+    for run, label in (("run1", "x"), ("run2", "y")):
+        folder = tmp_path / run / "data"
+        folder.mkdir(parents=True)
+        (folder / "labels.csv").write_text(f"task,worker,label\nt1,a,{label}\nt1,b,{label}\nt2,a,x\n")
+        (folder / "truth.csv").write_text("task,truth\nt1,x\n")
+    first, second = str(tmp_path / "run1" / "data"), str(tmp_path / "run2" / "data")
+    assert main(["benchmark", first, second, first, "--methods", "mv"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()[0::2]
+    assert header.split()[1:] == [first, second]  # the same folder twice is one dataset
+    assert row.split()[1:] == ["1.0000", "0.0000"]

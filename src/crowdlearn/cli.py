@@ -610,6 +610,21 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
     return wide.to_string()
 
 
+def _dataset_names(folders) -> dict:
+    """Each dataset folder (or bundled name) given, once, -> its name in the tables.
+
+    A folder is named by its last part (``../shared/data/dog`` -> ``dog``), unless another
+    folder given has the same last part (``run1/data``, ``run2/data``): those keep the path as
+    given, so that no dataset replaces another in the table.
+    """
+    unique = {}
+    for folder in folders:  # the same folder given twice is one dataset
+        unique.setdefault(str(Path(folder).resolve()), folder)
+    last = [Path(folder).name for folder in unique.values()]
+    return {folder: name if last.count(name) == 1 else str(folder)
+            for folder, name in zip(unique.values(), last)}
+
+
 def _cmd_benchmark(args) -> int:
     """One table per answer kind among the folders: accuracy for class labels, the kind's
     metrics against gold for the others."""
@@ -618,9 +633,9 @@ def _cmd_benchmark(args) -> int:
     from .datasets import load
 
     by_kind: dict[str, dict] = {}
-    for folder in args.folders:
+    for folder, name in _dataset_names(args.folders).items():
         kind = args.kind or folder_kind(folder)
-        by_kind.setdefault(kind, {})[Path(folder).name] = load(folder, kind=kind)
+        by_kind.setdefault(kind, {})[name] = load(folder, kind=kind)
     from .registry import method_kinds
 
     asked = args.methods.split(",") if args.methods else None
