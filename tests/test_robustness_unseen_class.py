@@ -87,3 +87,16 @@ def test_benchmark_keeps_folders_of_the_same_name(tmp_path, capsys):
     header, row = capsys.readouterr().out.strip().splitlines()[0::2]
     assert header.split()[1:] == [first, second]  # the same folder twice is one dataset
     assert row.split()[1:] == ["1.0000", "0.0000"]
+
+
+def test_benchmark_says_why_a_method_failed(tmp_path, capsys):
+    """A method refusing a dataset was shown as "error" in the table, and nothing said why."""
+    folder = tmp_path / "wide"
+    folder.mkdir()
+    n = 300  # more classes than KOS's K-1 binary problems allow
+    rows = [f"t{i % 50},w{i % 3},c{i}" for i in range(n)]
+    (folder / "labels.csv").write_text("task,worker,label\n" + "\n".join(rows) + "\n")
+    (folder / "truth.csv").write_text("task,truth\nt0,c0\n")
+    assert main(["benchmark", str(folder), "--methods", "mv,kos"]) == 0
+    out = capsys.readouterr().out
+    assert "error" in out and "kos on wide: KOS solves K-1 binary problems; 300 classes" in out

@@ -605,9 +605,14 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
     if len(datasets) == 1:
         out = long[["method", "acc", "seconds"]].rename(columns={"acc": "accuracy"})
         out["seconds"] = out["seconds"].map(lambda s: f"{s:.3f}")
-        return out.to_string(index=False)
-    wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
-    return wide.to_string()
+        table = out.to_string(index=False)
+    else:
+        wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
+        table = wide.to_string()
+    # an "error" cell says that a method failed; the line below it says why
+    failed = long[long["acc"] == "error"]
+    notes = [f"{row.method} on {row.dataset}: {row.error}" for row in failed.itertuples()]
+    return "\n".join([table, *notes])
 
 
 def _dataset_names(folders) -> dict:
