@@ -100,3 +100,20 @@ def test_benchmark_says_why_a_method_failed(tmp_path, capsys):
     assert main(["benchmark", str(folder), "--methods", "mv,kos"]) == 0
     out = capsys.readouterr().out
     assert "error" in out and "kos on wide: KOS solves K-1 binary problems; 300 classes" in out
+
+
+def test_a_header_naming_a_column_twice_is_refused(tmp_path, capsys):
+    """``task,worker,label,task`` was read silently with the first ``task`` (the reader renamed
+    the second ``task.1``), though which column is the task is ambiguous."""
+    for name, sep in (("in.csv", ","), ("in.tsv", "\t"), ("in.csv.gz", ",")):
+        src = tmp_path / name
+        text = sep.join(["task", "worker", "label", "task"]) + "\n" + sep.join(["t1", "a", "x", "t9"]) + "\n"
+        if name.endswith(".gz"):
+            import gzip
+
+            src.write_bytes(gzip.compress(text.encode()))
+        else:
+            src.write_text(text)
+        assert main(["aggregate", str(src), "--method", "mv"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"crowdlearn: error: {src}: line 1: column 'task' appears twice in the header\n"

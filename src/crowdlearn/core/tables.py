@@ -175,7 +175,16 @@ def _refuse_unnamed_compression(path: Path) -> None:
 
 
 def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
-    """All cells as strings, only empty cells missing ("NA", "null", "007" stay text)."""
+    """All cells as strings, only empty cells missing ("NA", "null", "007" stay text).
+
+    A name given to two columns of the header raises ``ValueError`` (pandas would rename the
+    second ``name.1`` and a reader of ``name`` would silently take the first).
+    """
+    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    names = [name for name in header.iloc[0] if name.strip()]  # unnamed columns are no role's
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{path}: line 1: column {twice!r} appears twice in the header")
     options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
     fast = _read_delimited_arrow(path, sep)
     return fast if fast is not None else pd.read_csv(path, **options)
