@@ -621,11 +621,32 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
             "ECE": long["ece"].map(lambda v: fmt(v, ".4f")),
             "seconds": long["seconds"].map(lambda s: f"{s:.3f}"),
         })
-        note = (f"\n{n_gold} gold tasks; 'p vs best': exact McNemar test against the most accurate "
-                "method on the same gold tasks (p > 0.05: the gap may be chance)")
-        return out.to_string(index=False) + (note if n_gold else "")
-    wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
-    return wide.to_string()
+        table = out.to_string(index=False)
+        if n_gold:
+            table += (f"\n{n_gold} gold tasks; 'p vs best': exact McNemar test against the most accurate "
+                      "method on the same gold tasks (p > 0.05: the gap may be chance)")
+    else:
+        wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
+        table = wide.to_string()
+    # an "error" cell says that a method failed; the line below it says why
+    failed = long[long["acc"] == "error"]
+    notes = [f"{row.method} on {row.dataset}: {row.error}" for row in failed.itertuples()]
+    return "\n".join([table, *notes])
+
+
+def _dataset_names(folders) -> dict:
+    """Each dataset folder (or bundled name) given, once, -> its name in the tables.
+
+    A folder is named by its last part (``../shared/data/dog`` -> ``dog``), unless another
+    folder given has the same last part (``run1/data``, ``run2/data``): those keep the path as
+    given, so that no dataset replaces another in the table.
+    """
+    unique = {}
+    for folder in folders:  # the same folder given twice is one dataset
+        unique.setdefault(str(Path(folder).resolve()), folder)
+    last = [Path(folder).name for folder in unique.values()]
+    return {folder: name if last.count(name) == 1 else str(folder)
+            for folder, name in zip(unique.values(), last)}
 
 
 def _cmd_benchmark(args) -> int:
@@ -636,9 +657,9 @@ def _cmd_benchmark(args) -> int:
     from .datasets import load
 
     by_kind: dict[str, dict] = {}
-    for folder in args.folders:
+    for folder, name in _dataset_names(args.folders).items():
         kind = args.kind or folder_kind(folder)
-        by_kind.setdefault(kind, {})[Path(folder).name] = load(folder, kind=kind)
+        by_kind.setdefault(kind, {})[name] = load(folder, kind=kind)
     from .registry import method_kinds
 
     asked = args.methods.split(",") if args.methods else None
