@@ -46,6 +46,35 @@ def _binary(values: pd.Series, positive) -> np.ndarray:
     return (values.to_numpy() == positive).astype(float)
 
 
+def check_positive(positive: Any, labels: Any, what: str) -> None:
+    """Refuse a ``positive`` class that only the spelling of a label matches.
+
+    Labels read from files are text, so ``positive=1`` against the labels ``'0'``/``'1'``
+    would count no positive at all and every rate would be 0 or NaN without a word.  A
+    ``positive`` absent from ``labels`` is otherwise accepted: a class nobody predicted is legal.
+
+    Parameters
+    ----------
+    positive : the positive class given
+    labels : iterable of the labels ``positive`` is compared with
+    what : str
+        What the labels are, for the message.
+
+    Raises
+    ------
+    ValueError
+        When ``positive`` is not among ``labels`` but a label prints as it does.
+    """
+    values = pd.unique(pd.Series(list(labels), dtype=object).dropna())
+    if any(v == positive for v in values):
+        return
+    same = [v for v in values if str(v) == str(positive)]
+    if same:
+        raise ValueError(f"positive class {positive!r} ({type(positive).__name__}) is not a label of "
+                         f"{what}, whose labels include {same[0]!r} ({type(same[0]).__name__}): "
+                         f"pass positive={same[0]!r}")
+
+
 def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, positive: Any = 1) -> pd.DataFrame:
     """One row per group: counts, accuracy, positive rate, TPR, FPR and FNR of ``predicted``.
 
@@ -55,9 +84,13 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     truth : Series task -> true label, optional (without it only counts and positive rates)
     groups : Series task -> group (every predicted task needs one)
     positive : the positive class (default 1)
+        Compared with the labels by value: a label read from a file is text, so its
+        positive class is ``"1"``, not ``1`` (that mismatch is a ``ValueError``).
     """
     predicted = pd.Series(predicted)
     g = task_groups(groups, predicted.index)
+    observed = predicted if truth is None else pd.concat([predicted, pd.Series(truth)], ignore_index=True)
+    check_positive(positive, observed, "predicted or truth")
     pos = _binary(predicted, positive)
     y = None
     if truth is not None:
@@ -107,11 +140,13 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
     labels.  One row per (worker, group) with the answers behind each figure: ``answers``,
     ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error``; plus per worker the
     largest FPR and FNR difference between its groups (``fpr_gap``, ``fnr_gap``), NaN when
-    the worker has no answer in some group.
+    the worker has no answer in some group.  ``positive`` is compared with the classes by
+    value (``"1"``, not ``1``, for labels read from a file; that mismatch is a ``ValueError``).
     """
     from ..core.data import as_crowd_labels
 
     data = as_crowd_labels(labels)
+    check_positive(positive, data.classes, "the answers")
     g = task_groups(groups, data.tasks)
     ref = pd.Series(reference).reindex(data.tasks)
     frame = pd.DataFrame({
