@@ -22,3 +22,22 @@ def test_positive_class_spelt_as_a_number_against_text_labels_is_refused():
     assert group_report(pred, pred, groups, positive="1")["positive_rate"].tolist() == [0.0, 1.0]
     # a positive class nobody predicted stays legal
     assert group_report(pred, None, groups, positive="2")["positive_rate"].tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["ds", "onecoin", "ccds", "glad"])
+def test_partial_fit_with_an_empty_batch_changes_nothing(name):
+    """An empty batch (a polling round with no new answer) raised 'no crowd answers: the table
+    is empty', though partial_fit meant to return unchanged."""
+    from crowdlearn.registry import get_method
+
+    frame = pd.DataFrame({"task": list("aabbcc"), "worker": list("uvuvuv"), "label": list("001101")})
+    empty = frame.iloc[:0]
+    est = get_method(name)().partial_fit(empty, classes=["0", "1"])  # a first call: nothing fixed
+    est.partial_fit(frame.iloc[:4], classes=["0", "1"])
+    before = est.probas_.copy(), est.n_iter_
+    est.partial_fit(empty).partial_fit(CrowdLabels.from_frame(frame.iloc[:4]).to_frame().iloc[:0])
+    assert est.probas_.equals(before[0]) and est.n_iter_ == before[1]
+    est.partial_fit(frame.iloc[4:])
+    assert len(est.labels_) == 3 and np.isfinite(est.probas_.to_numpy()).all()
+    with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
+        est.partial_fit(empty.drop(columns="label"))

@@ -334,14 +334,15 @@ class GLAD(OnlineState, BaseAggregator):
         Parameters are those of :meth:`DawidSkene.partial_fit
         <crowdlearn.aggregation.online.StepwiseEM.partial_fit>`, with its defaults: they
         were tuned for Dawid-Skene on simulated crowds and not re-tuned for GLAD.  After each
-        call ``probas_``/``labels_`` cover every task seen.
+        call ``probas_``/``labels_`` cover every task seen; a batch with no answer changes
+        nothing.
         """
         self._check_params()
+        if self._online_empty(labels):
+            return self
         st = self._online_start(labels, classes, step_power, step_offset)
         k = len(st["classes"])
         batch = self._online_batch(labels, st["classes"])
-        if batch.n_labels == 0:
-            return self
         rows, t_global, eta = self._online_codes(st, batch, width=1, columns=2)
         if "task_stat" not in st:
             st["task_stat"] = np.zeros((0, 2))
