@@ -41,3 +41,21 @@ def test_partial_fit_with_an_empty_batch_changes_nothing(name):
     assert len(est.labels_) == 3 and np.isfinite(est.probas_.to_numpy()).all()
     with pytest.raises(ValueError, match=r"missing column\(s\) \['label'\]"):
         est.partial_fit(empty.drop(columns="label"))
+
+
+@pytest.mark.parametrize("name", ["ds", "onecoin", "glad"])
+def test_partial_fit_after_a_batch_fit_is_refused_not_a_silent_restart(name):
+    """partial_fit after fit started a new stream: labels_ then held the batch's tasks only,
+    every task of the fit dropped without a word."""
+    from sklearn.base import clone
+
+    from crowdlearn.registry import get_method
+
+    frame = pd.DataFrame({"task": list("aabbcc"), "worker": list("uvuvuv"), "label": list("001101")})
+    est = get_method(name)().fit(frame)
+    with pytest.raises(ValueError, match=r"partial_fit after fit: .*drop the 3 task\(s\) of the fit"):
+        est.partial_fit(frame.iloc[:2])
+    assert len(est.labels_) == 3  # the fit is kept
+    streamed = clone(est).partial_fit(frame.iloc[:4]).partial_fit(frame.iloc[4:])
+    assert len(streamed.labels_) == 3
+    assert len(streamed.fit(frame).labels_) == 3  # a batch fit after a stream starts afresh

@@ -56,7 +56,10 @@ class OnlineState:
     _online_lazy: dict[str, str] = {}
 
     def fit(self, labels: Any, **kwargs: Any):
-        self.__dict__.pop("_online", None)  # a batch fit starts afresh after any partial_fit
+        """A batch fit; it starts afresh after any ``partial_fit``.  ``partial_fit`` after it is
+        a ``ValueError``: the batch fit keeps no stream state to continue from (only its
+        results), and a new stream would silently drop the fit's tasks."""
+        self.__dict__.pop("_online", None)
         return super().fit(labels, **kwargs)
 
     @staticmethod
@@ -81,6 +84,12 @@ class OnlineState:
         st = self.__dict__.get("_online")
         if st is not None:
             return st
+        if "probas_" in self.__dict__:  # fitted by fit(), which keeps no stream state
+            raise ValueError(
+                f"partial_fit after fit: a batch fit keeps no stream state, so the stream would start "
+                f"afresh and drop the {len(self.__dict__['probas_'])} task(s) of the fit; stream every "
+                f"answer with partial_fit (the answers so far first), or start a new stream on "
+                f"sklearn.base.clone(estimator)")
         if not 0.5 < step_power <= 1.0:
             raise ValueError(f"step_power must lie in (0.5, 1], got {step_power!r}")
         if step_offset < 1.0:
