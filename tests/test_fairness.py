@@ -172,3 +172,17 @@ def test_cli_group_file_matches_number_task_ids(tmp_path, capsys):
     (tmp_path / "g.csv").write_text("task,g\n1,u\n2,v\n")
     assert main(["aggregate", str(src), "--group-col", "g", "--tasks", str(tmp_path / "g.csv")]) == 0
     assert "demographic_parity_difference 1.0000" in capsys.readouterr().err
+
+
+def test_cli_group_column_may_be_the_task_column(tmp_path, capsys):
+    """--group-col task (a group per task) failed with pandas' 'Length of values (3) does not
+    match length of index (2)'."""
+    from crowdlearn.cli import main
+
+    src = tmp_path / "a.csv"
+    pd.DataFrame({"task": ["p", "p", "q", "q", "r", "r"], "worker": ["a", "b"] * 3,
+                  "label": ["0", "0", "1", "1", "1", "0"]}).to_csv(src, index=False)
+    out = tmp_path / "g.csv"
+    assert main(["aggregate", str(src), "--method", "mv", "--group-col", "task", "--group-report", str(out),
+                 "--out", str(tmp_path / "o.csv")]) == 0
+    assert pd.read_csv(out)["group"].tolist() == ["p", "q", "r"]
