@@ -59,3 +59,33 @@ def test_partial_fit_after_a_batch_fit_is_refused_not_a_silent_restart(name):
     streamed = clone(est).partial_fit(frame.iloc[:4]).partial_fit(frame.iloc[4:])
     assert len(streamed.labels_) == 3
     assert len(streamed.fit(frame).labels_) == 3  # a batch fit after a stream starts afresh
+
+
+def _worker_model_methods():
+    from crowdlearn.core.base import get_tags
+    from crowdlearn.registry import get_method, method_kinds
+
+    names = []
+    for name, kind in method_kinds().items():
+        if kind != "classification":
+            continue
+        tags = get_tags(get_method(name))
+        if tags.has_worker_model and not tags.requires_features:
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("name", _worker_model_methods())
+def test_predict_proba_of_answers_by_unseen_workers_only_is_the_prior(name):
+    """glad, mace and auto (through glad's coin E-step) failed with numpy's 'Cannot cast ufunc
+    add output from float64 to int64' when no answer came from a worker of the fit."""
+    from crowdlearn import simulate
+    from crowdlearn.registry import get_method
+
+    data = simulate.dawid_skene(60, 6, 2, labels_per_task=3, seed=0)
+    est = get_method(name)().fit(data)
+    unseen = pd.DataFrame({"task": ["n1", "n2"], "worker": ["ghost", "ghost2"],
+                           "label": list(data.classes[:2])})
+    proba = est.predict_proba(unseen)
+    assert proba.shape == (2, 2) and np.isfinite(proba.to_numpy()).all()
+    assert np.allclose(proba.sum(axis=1), 1) and np.allclose(proba.iloc[0], proba.iloc[1])

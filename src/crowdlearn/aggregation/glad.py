@@ -114,7 +114,9 @@ def coin_estep(
     ``task_label`` is ``task * K + label`` (int64).
     """
     k = n_classes
-    logits = np.bincount(task_label, weights=delta, minlength=n_tasks * k).reshape(n_tasks, k)
+    # float even without answers (new tasks all answered by unseen workers): np.bincount of
+    # an empty array is int64 whatever its weights, and the log prior could not be added
+    logits = np.bincount(task_label, weights=delta, minlength=n_tasks * k).reshape(n_tasks, k).astype(float)
     logits += np.bincount(task, weights=base, minlength=n_tasks)[:, None]
     logits += log_prior
     top = logits.max(axis=1)
