@@ -8,18 +8,25 @@ from crowdlearn import CrowdLabels
 from crowdlearn.fairness import group_report, worker_bias_table
 
 
-def test_positive_class_spelt_as_a_number_against_text_labels_is_refused():
-    """positive=1 (the default) against labels '0'/'1' read from a file counted no positive:
-    every positive rate 0 and every TPR NaN, without a word."""
-    data = CrowdLabels.from_frame(pd.DataFrame({"task": ["a", "a", "b", "b"], "worker": ["u", "v"] * 2,
-                                                "label": ["0", "0", "1", "1"]}))
-    pred = pd.Series(["0", "1"], index=["a", "b"])
-    groups = pd.Series(["x", "y"], index=["a", "b"])
-    with pytest.raises(ValueError, match="pass positive='1'"):
-        group_report(pred, pred, groups)
-    with pytest.raises(ValueError, match="pass positive='1'"):
-        worker_bias_table(data, pred, groups)
-    assert group_report(pred, pred, groups, positive="1")["positive_rate"].tolist() == [0.0, 1.0]
+def test_fairness_compares_ids_labels_and_positive_class_by_value():
+    """Labels and ids read from files are text, pd.read_csv gives numbers: positive=1 (the
+    default) against labels '0'/'1' counted no positive (every rate 0 or NaN, without a word),
+    and a truth or group Series read by pd.read_csv matched no task (no gold, or 'no group')."""
+    from crowdlearn.fairness import fair_thresholds
+
+    data = CrowdLabels.from_frame(pd.DataFrame({"task": ["7", "7", "8", "8", "9", "9"], "worker": ["u", "v"] * 3,
+                                                "label": ["0", "0", "1", "1", "1", "0"]}))
+    pred = pd.Series(["0", "1", "1"], index=["7", "8", "9"])
+    truth = pd.Series([0, 1, 0], index=[7, 8, 9])            # as pd.read_csv gives them
+    groups = pd.Series(["x", "y", "y"], index=[7, 8, 9])
+    rep = group_report(pred, truth, groups)
+    assert rep["positive_rate"].tolist() == [0.0, 1.0] and rep["gold"].tolist() == [1, 2]
+    assert rep.loc["y", "tpr"] == 1.0 and rep.loc["y", "fpr"] == 1.0 and rep.loc["x", "accuracy"] == 1.0
+    assert rep.equals(group_report(pred, truth.set_axis(["7", "8", "9"]).astype(str), groups, positive="1"))
+    table = worker_bias_table(data, truth, groups)
+    assert table["positives"].sum() == 2 and table.loc[("u", "y"), "fpr"] == 1.0
+    proba = pd.DataFrame({"0": [0.9, 0.2, 0.4], "1": [0.1, 0.8, 0.6]}, index=["7", "8", "9"])
+    assert fair_thresholds(proba, groups, positive=1, strength=0).tolist() == ["0", "1", "1"]
     # a positive class nobody predicted stays legal
     assert group_report(pred, None, groups, positive="2")["positive_rate"].tolist() == [0.0, 0.0]
 
