@@ -186,3 +186,14 @@ def test_cli_group_column_may_be_the_task_column(tmp_path, capsys):
     assert main(["aggregate", str(src), "--method", "mv", "--group-col", "task", "--group-report", str(out),
                  "--out", str(tmp_path / "o.csv")]) == 0
     assert pd.read_csv(out)["group"].tolist() == ["p", "q", "r"]
+
+
+def test_group_report_accuracy_counts_the_exact_class_with_three_classes():
+    """accuracy compared the positive/negative sides, so a 'b' predicted for an 'a' (both not
+    the positive 'c') counted as right: multi-class group accuracies were overstated."""
+    pred = pd.Series(["b", "a", "c", "c"], index=list("wxyz"))
+    truth = pd.Series(["a", "a", "c", "b"], index=list("wxyz"))
+    groups = pd.Series(["g", "g", "h", "h"], index=list("wxyz"))
+    rep = group_report(pred, truth, groups, positive="c")
+    assert rep["accuracy"].tolist() == [0.5, 0.5]
+    assert rep.loc["h", "tpr"] == 1.0 and rep.loc["h", "fpr"] == 1.0 and rep.loc["g", "fpr"] == 0.0

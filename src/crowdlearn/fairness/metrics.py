@@ -77,6 +77,9 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     groups : Series task -> group (every predicted task needs one)
     positive : the positive class (default 1; ``1`` and ``"1"`` are one class, see the
         module docstring)
+
+    With more than two classes, ``accuracy`` counts the exact class and the other rates are
+    those of the positive class against the rest.
     """
     predicted = pd.Series(predicted)
     g = task_groups(groups, predicted.index)
@@ -85,6 +88,9 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     if truth is not None:
         t = _aligned(truth, predicted.index, "truth")
         y = np.where(pd.isna(t), np.nan, _binary(t, positive))
+        # the exact class (not the positive/negative side: with three or more classes two
+        # different negatives are not a right answer)
+        right = _equal_values(np.asarray(predicted, dtype=object), t)
     rows = {}
     for name in sorted(g.unique(), key=str):
         m = (g == name).to_numpy()
@@ -95,7 +101,7 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
             n_pos, n_neg = int((yy == 1).sum()), int((yy == 0).sum())
             row.update({
                 "gold": int(known.sum()), "gold_positive": n_pos, "gold_negative": n_neg,
-                "accuracy": float((p == yy).mean()) if known.any() else np.nan,
+                "accuracy": float(right[known].mean()) if known.any() else np.nan,
                 "tpr": float(p[yy == 1].mean()) if n_pos else np.nan,
                 "fpr": float(p[yy == 0].mean()) if n_neg else np.nan,
             })
