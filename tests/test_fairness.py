@@ -197,3 +197,13 @@ def test_group_report_accuracy_counts_the_exact_class_with_three_classes():
     rep = group_report(pred, truth, groups, positive="c")
     assert rep["accuracy"].tolist() == [0.5, 0.5]
     assert rep.loc["h", "tpr"] == 1.0 and rep.loc["h", "fpr"] == 1.0 and rep.loc["g", "fpr"] == 0.0
+
+
+def test_worker_bias_error_counts_the_exact_class_with_three_classes():
+    """error was (false positives + false negatives) / answers: a worker answering 'b' for an
+    'a' (both not the positive 'c') was not in error."""
+    answers = pd.DataFrame({"task": ["p", "q", "r", "s"], "worker": ["u"] * 4, "label": ["b", "a", "c", "a"]})
+    truth = pd.Series(["a", "a", "c", "c"], index=list("pqrs"))
+    groups = pd.Series(["g", "g", "h", "h"], index=list("pqrs"))
+    table = worker_bias_table(answers, truth, groups, positive="c")
+    assert table["error"].tolist() == [0.5, 0.5] and table["fnr"].tolist()[1] == 0.5

@@ -133,7 +133,8 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
 
     ``reference`` is what the worker is compared with: gold where known, or the aggregated
     labels.  One row per (worker, group) with the answers behind each figure: ``answers``,
-    ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error``; plus per worker the
+    ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error`` (answers not the
+    reference's class; FPR and FNR are the positive class against the rest); plus per worker the
     largest FPR and FNR difference between its groups (``fpr_gap``, ``fnr_gap``), NaN when
     the worker has no answer in some group.  Ids and classes are compared by value when their
     types differ (module docstring).
@@ -147,17 +148,21 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
         "worker": data.workers.take(data.worker),
         "group": g.to_numpy()[data.task],
         "said_positive": _binary(data.classes, positive)[data.label] == 1.0,
+        "said": data.classes.take(data.label),
         "ref": ref[data.task],
     }).dropna(subset=["ref"])
     frame["ref_positive"] = _binary(frame["ref"], positive) == 1.0
     frame["fp"] = frame["said_positive"] & ~frame["ref_positive"]
     frame["fn"] = ~frame["said_positive"] & frame["ref_positive"]
+    # the exact class: with three or more classes a wrong negative is an error too
+    frame["wrong"] = ~_equal_values(frame["said"].to_numpy(dtype=object), frame["ref"].to_numpy(dtype=object))
     agg = frame.groupby(["worker", "group"], sort=True).agg(
-        answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"))
+        answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
+        wrong=("wrong", "sum"))
     agg["negatives"] = agg["answers"] - agg["positives"]
     agg["fpr"] = np.where(agg["negatives"] > 0, agg["fp"] / agg["negatives"].where(agg["negatives"] > 0, 1), np.nan)
     agg["fnr"] = np.where(agg["positives"] > 0, agg["fn"] / agg["positives"].where(agg["positives"] > 0, 1), np.nan)
-    agg["error"] = (agg["fp"] + agg["fn"]) / agg["answers"]
+    agg["error"] = agg["wrong"] / agg["answers"]
     spread = agg.groupby(level="worker")[["fpr", "fnr"]].agg(lambda v: v.max() - v.min() if v.notna().sum() >= 2 else np.nan)
     agg = agg.join(spread.rename(columns={"fpr": "fpr_gap", "fnr": "fnr_gap"}), on="worker")
     return agg[["answers", "negatives", "positives", "fpr", "fnr", "error", "fpr_gap", "fnr_gap"]]
