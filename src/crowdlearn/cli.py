@@ -528,7 +528,10 @@ def _read_groups(args, data, task_col: str):
     if args.group_report:
         check_writable(args.group_report)
     src = args.tasks or args.input
-    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
+    table = read_table(src, columns=[task_col, args.group_col])
+    # a frame of its own: the group column may be the task column itself (a group per task)
+    table = pd.DataFrame({"task": table[task_col].to_numpy(), "group": table[args.group_col].to_numpy()})
+    table = table.drop_duplicates()
     positive = data.classes[-1]
     if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
         match = [c for c in data.classes if str(c) == args.positive]
@@ -536,7 +539,7 @@ def _read_groups(args, data, task_col: str):
             raise UsageError(f"--positive {args.positive!r} is not a class of the answers "
                              f"({list(map(str, data.classes))[:10]})")
         positive = match[0]
-    groups = pd.Series(table[args.group_col].to_numpy(), index=_ids_like(table[task_col], data.tasks))
+    groups = pd.Series(table["group"].to_numpy(), index=_ids_like(table["task"], data.tasks))
     try:
         groups = task_groups(groups, data.tasks)
     except ValueError as exc:
