@@ -215,3 +215,20 @@ def test_activelab_scores_tasks_with_a_classifier_including_unanswered_ones():
         ActiveLoop(strategy="activelab")
     with pytest.raises(ValueError, match="no row for task"):
         loop.suggest(2, tasks=["elsewhere"])
+
+
+def test_knowledge_gradient_is_exactly_zero_when_no_answer_can_flip_the_decision():
+    """The gain was a difference of two sums, so a task one answer cannot flip scored the
+    rounding error (1e-16) on some rows and 0 on others: those rows went first, and the
+    promised random tie-break among zero-gain tasks did not happen."""
+    from crowdlearn.active.strategies import expected_accuracy_gain
+
+    rng = np.random.default_rng(0)
+    p = 0.97 + 0.03 * rng.random(2000)
+    post = np.column_stack([p, 1 - p])
+    conf = np.array([[0.8, 0.2], [0.3, 0.7]])
+    assert (expected_accuracy_gain(post, conf) == 0).all()
+    per_task = np.repeat(conf[None], 2000, axis=0)
+    assert (expected_accuracy_gain(post, per_task) == 0).all()
+    flip = np.array([[0.55, 0.45]])
+    assert expected_accuracy_gain(flip, conf)[0] == pytest.approx(0.45 * 0.7 - 0.55 * 0.2)

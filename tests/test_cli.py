@@ -164,6 +164,22 @@ def test_gold_file_matches_number_task_ids_of_parquet_answers(tmp_path, capsys, 
     assert "1 of 3 gold task(s) have no answers and are not scored (e.g. '99')" in err
 
 
+@pytest.mark.parametrize("kind", ["pairwise", "similarity"])
+def test_gold_items_without_answers_are_noted(tmp_path, capsys, kind):
+    """Gold by item (pairwise scores, similarity clusters): gold of items the answers never
+    name (here ``7`` where the answers write ``007``) was dropped without a word."""
+    if kind == "pairwise":
+        answers = "worker,left,right,label\nu,007,08,007\nv,08,9,9\nu,007,9,tie\n"
+    else:
+        answers = "worker,item_a,item_b,same\nu,007,08,1\nv,08,9,0\nu,007,9,0\n"
+    (tmp_path / "in.csv").write_text(answers)
+    (tmp_path / "gold.csv").write_text("item,truth\n007,1\n08,1\n9,0\n7,1\n")
+    code, _, err = run(["aggregate", str(tmp_path / "in.csv"), "--gold", str(tmp_path / "gold.csv")], capsys)
+    assert code == 0, err
+    assert "gold=3" in err
+    assert "1 of 4 gold item(s) have no answers and are not scored (e.g. '7')" in err
+
+
 def test_gzip_named_csv_says_compressed(tmp_path, capsys):
     import gzip
 

@@ -123,6 +123,22 @@ def test_every_answer_the_same_number(name):
     assert np.isfinite(res[["estimate", "stderr"]].to_numpy()).all()
 
 
+@pytest.mark.parametrize("name", METHODS)
+@pytest.mark.parametrize("a, b", [(1.0, 1e9), (1e6, 1e12), (-3.0, 0.0)])
+def test_estimates_follow_an_affine_map_of_the_answers(name, a, b):
+    """Answers far from 0 (timestamps: 1e9 plus a few units) give the same estimates, mapped.
+
+    Gaussian-EM took the prior variance as ``E[m^2] - mu^2``, which cancels to noise at 1e9
+    and moved estimates on a 0-100 scale by up to 5 units."""
+    data, _ = continuous_crowd(300, 20, 5, bias=(-5, 5), noise=(1, 20), scale=(0.5, 1.5), seed=1)
+    df = data.to_frame()
+    shifted = df.assign(label=a * df["label"] + b)
+    est = cl.get_method(name)().fit(data).estimates_
+    moved = cl.get_method(name)().fit(ContinuousAnswers.from_frame(shifted)).estimates_
+    spread = float(df["label"].std())
+    assert np.max(np.abs((moved.to_numpy() - b) / a - est.to_numpy())) < 1e-4 * spread
+
+
 # ------------------------------------------------------------------ location estimates
 def test_location_estimates_by_hand():
     df = pd.DataFrame({"task": ["a"] * 5 + ["b"] * 2,

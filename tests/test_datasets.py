@@ -70,3 +70,21 @@ def test_shared_folder_by_name():
     from crowdlearn.registry import answer_type_of
 
     assert isinstance(datasets.load("snow_wordsim", root=SHARED_DATA), answer_type_of("continuous"))
+
+
+def test_a_similarity_folder_is_read_from_its_similarity_csv(tmp_path, capsys):
+    """A folder holding similarity.csv is listed as a similarity dataset, but load() read
+    labels.csv, which it lacks ("labels.csv: no such file"), so benchmark could not run it."""
+    folder = tmp_path / "pairs_alike"
+    folder.mkdir()
+    pd.DataFrame({"worker": ["u", "v", "u", "v", "w"], "item_a": ["a", "a", "c", "c", "a"],
+                  "item_b": ["b", "b", "d", "d", "c"], "same": [1, 1, 1, 1, 0]}).to_csv(
+        folder / "similarity.csv", index=False)
+    pd.DataFrame({"task": ["a", "b", "c", "d"], "truth": [0, 0, 1, 1]}).to_csv(
+        folder / "truth.csv", index=False)
+    assert datasets.list(tmp_path, bundled=False).loc["pairs_alike", "kind"] == "similarity"
+    data = datasets.load("pairs_alike", root=tmp_path)
+    assert type(data).__name__ == "SimilarityAnswers"
+    assert (data.n_answers, data.n_items) == (5, 4) and (data.truth >= 0).all()
+    assert main(["benchmark", str(folder), "--methods", "similarity-spectral"]) == 0
+    assert "similarity-spectral" in capsys.readouterr().out

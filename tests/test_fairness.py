@@ -172,3 +172,38 @@ def test_cli_group_file_matches_number_task_ids(tmp_path, capsys):
     (tmp_path / "g.csv").write_text("task,g\n1,u\n2,v\n")
     assert main(["aggregate", str(src), "--group-col", "g", "--tasks", str(tmp_path / "g.csv")]) == 0
     assert "demographic_parity_difference 1.0000" in capsys.readouterr().err
+
+
+def test_cli_group_column_may_be_the_task_column(tmp_path, capsys):
+    """--group-col task (a group per task) failed with pandas' 'Length of values (3) does not
+    match length of index (2)'."""
+    from crowdlearn.cli import main
+
+    src = tmp_path / "a.csv"
+    pd.DataFrame({"task": ["p", "p", "q", "q", "r", "r"], "worker": ["a", "b"] * 3,
+                  "label": ["0", "0", "1", "1", "1", "0"]}).to_csv(src, index=False)
+    out = tmp_path / "g.csv"
+    assert main(["aggregate", str(src), "--method", "mv", "--group-col", "task", "--group-report", str(out),
+                 "--out", str(tmp_path / "o.csv")]) == 0
+    assert pd.read_csv(out)["group"].tolist() == ["p", "q", "r"]
+
+
+def test_group_report_accuracy_counts_the_exact_class_with_three_classes():
+    """accuracy compared the positive/negative sides, so a 'b' predicted for an 'a' (both not
+    the positive 'c') counted as right: multi-class group accuracies were overstated."""
+    pred = pd.Series(["b", "a", "c", "c"], index=list("wxyz"))
+    truth = pd.Series(["a", "a", "c", "b"], index=list("wxyz"))
+    groups = pd.Series(["g", "g", "h", "h"], index=list("wxyz"))
+    rep = group_report(pred, truth, groups, positive="c")
+    assert rep["accuracy"].tolist() == [0.5, 0.5]
+    assert rep.loc["h", "tpr"] == 1.0 and rep.loc["h", "fpr"] == 1.0 and rep.loc["g", "fpr"] == 0.0
+
+
+def test_worker_bias_error_counts_the_exact_class_with_three_classes():
+    """error was (false positives + false negatives) / answers: a worker answering 'b' for an
+    'a' (both not the positive 'c') was not in error."""
+    answers = pd.DataFrame({"task": ["p", "q", "r", "s"], "worker": ["u"] * 4, "label": ["b", "a", "c", "a"]})
+    truth = pd.Series(["a", "a", "c", "c"], index=list("pqrs"))
+    groups = pd.Series(["g", "g", "h", "h"], index=list("pqrs"))
+    table = worker_bias_table(answers, truth, groups, positive="c")
+    assert table["error"].tolist() == [0.5, 0.5] and table["fnr"].tolist()[1] == 0.5

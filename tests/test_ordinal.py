@@ -282,3 +282,23 @@ def test_gold_is_learnt_from_and_predict_proba_scores_new_answers(method):
     plain = get_method(method)().fit(data)
     # the training answers scored by the fitted workers are the fit's posteriors
     np.testing.assert_allclose(plain.predict_proba(data).to_numpy(), plain.probas_.to_numpy(), atol=1e-8)
+
+
+def test_benchmark_scores_ordinal_folders(tmp_path, capsys):
+    """``crowdlearn benchmark --kind ordinal`` printed only the seconds: no scorer was
+    registered for the kind.  It reports accuracy, MAE (classes) and quadratic kappa, the
+    accuracy the same as ``aggregate --gold``."""
+    from crowdlearn.benchmarking import run_kind_methods
+    from crowdlearn.cli import main
+
+    data, _ = ordinal_crowd(n_tasks=200, n_workers=15, n_classes=4, seed=0)
+    data.to_frame().to_csv(tmp_path / "labels.csv", index=False)
+    data.truth_series().rename("truth").rename_axis("task").to_csv(tmp_path / "truth.csv")
+    table = run_kind_methods({"sim": data}, "ordinal", ["ordinal-ds"])
+    assert {"accuracy", "mae", "quadratic_kappa"} <= set(table.columns)
+    fitted = get_method("ordinal-ds")().fit(data)
+    assert table["accuracy"].iloc[0] == pytest.approx(np.mean(fitted.label_codes_ == data.truth))
+    assert main(["benchmark", str(tmp_path), "--kind", "ordinal", "--methods", "ordinal-ds"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()[:2]
+    assert header.split()[2:5] == ["accuracy", "mae", "quadratic_kappa"]
+    assert 0.5 < float(row.split()[2]) <= 1.0

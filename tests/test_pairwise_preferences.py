@@ -62,6 +62,26 @@ def test_outcome_is_tie_when_a_tie_is_most_probable(method):
     assert r.loc["p2", "p_tie"] > r.loc["p2", "confidence"]
 
 
+def test_a_response_spelled_like_a_tie_keeps_its_outcomes(tmp_path):
+    """A response whose text is ``tie``: Crowd-BT read the pair's ties as wins of that
+    response (the comparisons were rebuilt with ``tie`` as the label of a tie), and the DPO
+    file held a pair every annotator called a tie."""
+    response = "tie"
+    df = pd.DataFrame({"prompt": ["p1"] * 3 + ["p2"] * 3,
+                       "response_a": [response] * 3 + ["C"] * 3,
+                       "response_b": ["win"] * 3 + [response] * 3, "worker": ["u", "v", "w"] * 2,
+                       "label": ["tie"] * 3 + ["b"] * 3})
+    agg = PreferenceAggregator().fit(df)
+    comps = Preferences.from_frame(df).to_comparisons()
+    assert np.bincount(comps.outcome, minlength=3).tolist() == [0, 3, 3]
+    r = agg.result_frame().set_index("prompt")
+    assert r.loc["p1", "outcome"] == "tie" and r.loc["p1", "p_1"] == pytest.approx(r.loc["p1", "p_2"])
+    assert r.loc["p2", "outcome"] == response and r.loc["p2", "preferred"] == response
+    assert agg.to_dpo_jsonl(tmp_path / "dpo.jsonl") == 1
+    line = json.loads((tmp_path / "dpo.jsonl").read_text())
+    assert (line["prompt"], line["chosen"], line["rejected"]) == ("p2", response, "C")
+
+
 def test_swapped_orientation_is_the_same_pair():
     df = pd.DataFrame({"prompt": ["p", "p", "p"], "response_a": ["x", "y", "x"],
                        "response_b": ["y", "x", "y"], "worker": ["u", "v", "w"],

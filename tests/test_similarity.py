@@ -66,6 +66,19 @@ def test_n_clusters_estimated_by_eigen_gap():
     assert adjusted_rand(planted.clusters, est.clusters_.to_numpy()) > 0.95
 
 
+@pytest.mark.parametrize("method", [SymNMFClustering, SpectralSimilarity])
+def test_answers_that_never_say_different_give_one_cluster(method):
+    """Every pair answered "same" (or tied): the centred similarity matrix is zero and the
+    eigen-gap rule picked K = 2 from a flat spectrum, splitting items every answer joins."""
+    items = [f"i{k}" for k in range(8)]
+    rows = [(w, items[k], items[k + 1], 1) for k in range(7) for w in ("u", "v")]
+    rows += [("u", "i0", "i7", 1), ("u", "i2", "i5", 1), ("v", "i2", "i5", 0)]  # one tie
+    data = SimilarityAnswers.from_frame(pd.DataFrame(rows, columns=list(SimilarityAnswers.ROLES)))
+    assert estimate_n_clusters(data) == 1
+    est = method().fit(data)
+    assert est.n_clusters_ == 1 and set(est.clusters_) == {0}
+
+
 def test_registered_under_similarity_kind():
     names = set(crowdlearn.methods(kind="similarity"))
     assert {"symnmf", "similarity-spectral"} <= names

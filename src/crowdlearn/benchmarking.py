@@ -21,6 +21,7 @@ __all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores
 TRUTH_SCORERS: dict[str, str] = {
     "continuous": "crowdlearn.diagnostics.continuous_metrics:truth_report",
     "multilabel": "crowdlearn.diagnostics.multilabel_metrics:truth_report",
+    "ordinal": "crowdlearn.diagnostics.ordinal_metrics:truth_report",
     "pairwise": "crowdlearn.diagnostics.pairwise_metrics:ranking_report",
     "similarity": "crowdlearn.diagnostics.similarity_metrics:truth_report",
 }

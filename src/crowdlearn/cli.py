@@ -397,9 +397,10 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
 
     if kind in ("continuous", "multilabel"):  # gold by task: match its ids to the answers'
         data = _table_with_gold(args, build, truth, df[roles["task"]])
-    else:
+    else:  # pairwise and similarity: gold by item
         with naming_file(args.input, args.gold):
             data = build(truth)
+        _note_unmatched_gold(args, truth, data.items, "item")
     del df
     return _fit_answers(args, kind, data)
 
@@ -527,7 +528,10 @@ def _read_groups(args, data, task_col: str):
     if args.group_report:
         check_writable(args.group_report)
     src = args.tasks or args.input
-    table = read_table(src, columns=[task_col, args.group_col])[[task_col, args.group_col]].drop_duplicates()
+    table = read_table(src, columns=[task_col, args.group_col])
+    # a frame of its own: the group column may be the task column itself (a group per task)
+    table = pd.DataFrame({"task": table[task_col].to_numpy(), "group": table[args.group_col].to_numpy()})
+    table = table.drop_duplicates()
     positive = data.classes[-1]
     if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
         match = [c for c in data.classes if str(c) == args.positive]
@@ -535,7 +539,7 @@ def _read_groups(args, data, task_col: str):
             raise UsageError(f"--positive {args.positive!r} is not a class of the answers "
                              f"({list(map(str, data.classes))[:10]})")
         positive = match[0]
-    groups = pd.Series(table[args.group_col].to_numpy(), index=_ids_like(table[task_col], data.tasks))
+    groups = pd.Series(table["group"].to_numpy(), index=_ids_like(table["task"], data.tasks))
     try:
         groups = task_groups(groups, data.tasks)
     except ValueError as exc:
@@ -620,11 +624,32 @@ def _accuracy_table(datasets: dict, method_names, seed) -> str:
             "ECE": long["ece"].map(lambda v: fmt(v, ".4f")),
             "seconds": long["seconds"].map(lambda s: f"{s:.3f}"),
         })
-        note = (f"\n{n_gold} gold tasks; 'p vs best': exact McNemar test against the most accurate "
-                "method on the same gold tasks (p > 0.05: the gap may be chance)")
-        return out.to_string(index=False) + (note if n_gold else "")
-    wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
-    return wide.to_string()
+        table = out.to_string(index=False)
+        if n_gold:
+            table += (f"\n{n_gold} gold tasks; 'p vs best': exact McNemar test against the most accurate "
+                      "method on the same gold tasks (p > 0.05: the gap may be chance)")
+    else:
+        wide = long.pivot(index="method", columns="dataset", values="acc").reindex(long["method"].unique())
+        table = wide.to_string()
+    # an "error" cell says that a method failed; the line below it says why
+    failed = long[long["acc"] == "error"]
+    notes = [f"{row.method} on {row.dataset}: {row.error}" for row in failed.itertuples()]
+    return "\n".join([table, *notes])
+
+
+def _dataset_names(folders) -> dict:
+    """Each dataset folder (or bundled name) given, once, -> its name in the tables.
+
+    A folder is named by its last part (``../shared/data/dog`` -> ``dog``), unless another
+    folder given has the same last part (``run1/data``, ``run2/data``): those keep the path as
+    given, so that no dataset replaces another in the table.
+    """
+    unique = {}
+    for folder in folders:  # the same folder given twice is one dataset
+        unique.setdefault(str(Path(folder).resolve()), folder)
+    last = [Path(folder).name for folder in unique.values()]
+    return {folder: name if last.count(name) == 1 else str(folder)
+            for folder, name in zip(unique.values(), last)}
 
 
 def _cmd_benchmark(args) -> int:
@@ -635,9 +660,9 @@ def _cmd_benchmark(args) -> int:
     from .datasets import load
 
     by_kind: dict[str, dict] = {}
-    for folder in args.folders:
+    for folder, name in _dataset_names(args.folders).items():
         kind = args.kind or folder_kind(folder)
-        by_kind.setdefault(kind, {})[Path(folder).name] = load(folder, kind=kind)
+        by_kind.setdefault(kind, {})[name] = load(folder, kind=kind)
     from .registry import method_kinds
 
     asked = args.methods.split(",") if args.methods else None

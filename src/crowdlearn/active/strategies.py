@@ -76,7 +76,13 @@ def expected_accuracy_gain(post: np.ndarray, confusion: np.ndarray) -> np.ndarra
     drawn from ``confusion`` (K x K, ``[true, answered]``, or one per task, (tasks, K, K))."""
     conf = np.asarray(confusion, float)
     joint = post[:, :, None] * (conf[None] if conf.ndim == 2 else conf)  # (tasks, true, answered)
-    return np.maximum(joint.max(axis=1).sum(axis=1) - post.max(axis=1), 0.0)
+    # as sum_a (max_c q(c) P(a|c) - q(c*) P(a|c*)), c* the decision now (the confusion rows sum
+    # to 1): each term is exactly 0 when answer a leaves c* the decision, so a task no answer
+    # can flip scores 0, not the rounding error of a difference of two sums, and its ties are
+    # broken at random as promised
+    best = post.argmax(axis=1)
+    now = np.take_along_axis(joint, best[:, None, None], axis=1)[:, 0, :]  # (tasks, answered)
+    return (joint.max(axis=1) - now).sum(axis=1)
 
 
 def answer_gain(strategy: str, post: np.ndarray, confusion: np.ndarray) -> np.ndarray:

@@ -114,7 +114,9 @@ def coin_estep(
     ``task_label`` is ``task * K + label`` (int64).
     """
     k = n_classes
-    logits = np.bincount(task_label, weights=delta, minlength=n_tasks * k).reshape(n_tasks, k)
+    # float even without answers (new tasks all answered by unseen workers): np.bincount of
+    # an empty array is int64 whatever its weights, and the log prior could not be added
+    logits = np.bincount(task_label, weights=delta, minlength=n_tasks * k).reshape(n_tasks, k).astype(float)
     logits += np.bincount(task, weights=base, minlength=n_tasks)[:, None]
     logits += log_prior
     top = logits.max(axis=1)
@@ -334,14 +336,15 @@ class GLAD(OnlineState, BaseAggregator):
         Parameters are those of :meth:`DawidSkene.partial_fit
         <crowdlearn.aggregation.online.StepwiseEM.partial_fit>`, with its defaults: they
         were tuned for Dawid-Skene on simulated crowds and not re-tuned for GLAD.  After each
-        call ``probas_``/``labels_`` cover every task seen.
+        call ``probas_``/``labels_`` cover every task seen; a batch with no answer changes
+        nothing.
         """
         self._check_params()
+        if self._online_empty(labels):
+            return self
         st = self._online_start(labels, classes, step_power, step_offset)
         k = len(st["classes"])
         batch = self._online_batch(labels, st["classes"])
-        if batch.n_labels == 0:
-            return self
         rows, t_global, eta = self._online_codes(st, batch, width=1, columns=2)
         if "task_stat" not in st:
             st["task_stat"] = np.zeros((0, 2))

@@ -76,14 +76,40 @@ class OnlineState:
     _online_lazy: dict[str, str] = {}
 
     def fit(self, labels: Any, **kwargs: Any):
-        self.__dict__.pop("_online", None)  # a batch fit starts afresh after any partial_fit
+        """A batch fit; it starts afresh after any ``partial_fit``.  ``partial_fit`` after it is
+        a ``ValueError``: the batch fit keeps no stream state to continue from (only its
+        results), and a new stream would silently drop the fit's tasks."""
+        self.__dict__.pop("_online", None)
         return super().fit(labels, **kwargs)
+
+    @staticmethod
+    def _online_empty(labels: Any) -> bool:
+        """Whether a batch holds no answer (a frame of the answer columns with no row).
+
+        An empty batch changes nothing: not the model, not the step count, and on a first
+        call not the class set either (the first batch with answers fixes it).
+        """
+        if isinstance(labels, CrowdLabels):
+            return labels.n_labels == 0
+        if isinstance(labels, pd.DataFrame):
+            missing = [c for c in ("task", "worker", "label") if c not in labels.columns]
+            if missing:
+                raise ValueError(f"partial_fit: missing column(s) {missing}; the batch has columns "
+                                 f"{list(labels.columns)}")
+            return len(labels) == 0
+        return isinstance(labels, (list, tuple)) and len(labels) == 0
 
     def _online_start(self, labels: Any, classes: Any, step_power: float, step_offset: float) -> dict:
         """The state of this stream, created at the first call."""
         st = self.__dict__.get("_online")
         if st is not None:
             return st
+        if "probas_" in self.__dict__:  # fitted by fit(), which keeps no stream state
+            raise ValueError(
+                f"partial_fit after fit: a batch fit keeps no stream state, so the stream would start "
+                f"afresh and drop the {len(self.__dict__['probas_'])} task(s) of the fit; stream every "
+                f"answer with partial_fit (the answers so far first), or start a new stream on "
+                f"sklearn.base.clone(estimator)")
         if not 0.5 < step_power <= 1.0:
             raise ValueError(f"step_power must lie in (0.5, 1], got {step_power!r}")
         if step_offset < 1.0:
@@ -224,13 +250,14 @@ class StepwiseEM(OnlineState):
 
         After each call ``probas_``/``labels_`` hold every task seen so far (from its
         accumulated evidence), and ``confusions_``, ``priors_``, ``skills_`` and
-        ``predict_proba`` the current worker model.
+        ``predict_proba`` the current worker model.  A batch with no answer changes nothing
+        (on a first call, not even the class set: the first batch with answers fixes it).
         """
+        if self._online_empty(labels):
+            return self
         st = self._online_start(labels, classes, step_power, step_offset)
         k = len(st["classes"])
         batch = self._online_batch(labels, st["classes"])
-        if batch.n_labels == 0:
-            return self
         rows, t_global, eta = self._online_codes(st, batch, width=k, columns=k)
         loo = self._online_loo_start(st, leave_one_out, anchor, k)
         # Statistics live in the kernels' layout, row ``w*K + answered``, column ``true``.

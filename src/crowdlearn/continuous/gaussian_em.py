@@ -98,8 +98,7 @@ class GaussianEM(ContinuousEstimator):
         spread = float(x.std()) if data.n_answers else 1.0
         spread = spread if spread > 0 else 1.0
         mu = float(m[answered].mean()) if answered.any() else 0.0
-        tau2 = max(float(np.mean(m[answered] ** 2 + v[answered]) - mu**2), 1e-6 * spread**2) \
-            if answered.any() else spread**2
+        tau2 = self._prior_variance(m, v, mu, answered, spread) if answered.any() else spread**2
         s = np.ones(data.n_workers)
         b = np.zeros(data.n_workers)
         sig2 = np.full(data.n_workers, s2_pool)
@@ -123,13 +122,23 @@ class GaussianEM(ContinuousEstimator):
             m = new_m
             if answered.any():
                 mu = float(m[answered].mean())
-                tau2 = max(float(np.mean(m[answered] ** 2 + v[answered]) - mu**2),
-                           1e-6 * spread**2)
+                tau2 = self._prior_variance(m, v, mu, answered, spread)
             if shift <= self.tol * spread:
                 converged = True
                 break
         return ContinuousFit(m, np.sqrt(v), bias=b, scale=s, noise=np.sqrt(sig2), n_iter=it,
                              converged=converged)
+
+    @staticmethod
+    def _prior_variance(m, v, mu, answered, spread):
+        """Empirical-Bayes variance of the truths, ``mean((m - mu)^2 + v)`` over the answered
+        tasks, at least ``1e-6 spread^2``.
+
+        The squares are taken around ``mu``: ``E[m^2] - mu^2`` would lose every digit to
+        cancellation when the answers sit far from 0 (timestamps, 1e9 plus a few units).
+        """
+        dev = m[answered] - mu
+        return max(float(np.mean(dev**2 + v[answered])), 1e-6 * spread**2)
 
     def _m_step(self, data, m, v, mu, tau2, s2_pool, n_w):
         """Ridge regression of each worker's answers on the centred truth posterior."""

@@ -148,6 +148,67 @@ def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndar
     return new_code[codes], pd.Index(values[kept], name=index.name, dtype=index.dtype)
 
 
+def _gold_as_classes(gold: pd.Series, classes: Iterable[Hashable]) -> pd.Series:
+    """Gold values spelled as the classes they are: one number, one class, for gold too.
+
+    Parameters
+    ----------
+    gold : Series
+        Gold values (task -> class), without missing values.
+    classes : iterable
+        The class values the gold should use (the answers' labels, or a class index).
+
+    Returns
+    -------
+    Series
+        ``gold`` with every value that is not one of ``classes`` but spells the same
+        finite number as one of them replaced by that class: the gold text ``"1.0"`` of a
+        truth file becomes the class ``"1"`` of text labels, and the text ``"2"`` the class
+        ``2`` of an integer label column (Parquet, JSON Lines).  Other values are
+        untouched; ``gold`` itself is returned when nothing changes.
+    """
+    # gold holds a few distinct values; the classes may be a whole label column, so they are
+    # looked at only when some gold value is a number
+    numbers = {v: k for v in pd.unique(gold) if (k := _number_key(v)) is not None}
+    if not numbers:
+        return gold
+    known = pd.Index(pd.unique(pd.Series(classes, dtype=object)))
+    by_number: dict[Decimal, Any] = {}
+    for value in known:
+        key = _number_key(value)
+        if key is not None:
+            by_number.setdefault(key, value)
+    spelled = {v: by_number[k] for v, k in numbers.items() if k in by_number and v not in known}
+    if not spelled:
+        return gold
+    return gold.map(lambda v: spelled.get(v, v)).astype(object)
+
+
+def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.Index) -> None:
+    """Raise ``ValueError`` when one task is given two different gold classes.
+
+    Parameters
+    ----------
+    tasks : Index
+        The gold's task ids, one per gold value (a repeated id is a repeated row).
+    codes : ndarray of int
+        The class code of each gold value.
+    classes : Index
+        The classes the codes index, to name the two golds.
+    """
+    if not tasks.has_duplicates:
+        return
+    pairs = pd.DataFrame({"task": pd.factorize(tasks)[0], "code": codes})
+    first = pairs.groupby("task", sort=False)["code"].transform("first").to_numpy()
+    bad = np.flatnonzero(first != codes)
+    if len(bad):
+        at = bad[0]
+        raise ValueError(
+            f"gold of task {tasks[at]!r} is given twice: {classes[first[at]]!r} and "
+            f"{classes[codes[at]]!r}"
+        )
+
+
 def class_codes(values: pd.Series, normalised: bool = False) -> tuple[np.ndarray, pd.Index]:
     """Codes and class index of raw label values: sorted classes, one class per number
     (``1``, ``1.0`` and ``"1.0"`` are one class).  ``normalised``: float values were already
@@ -500,6 +561,8 @@ class CrowdLabels:
                     f"({row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
                 )
         else:
+            if truth_s is not None:  # gold "2" for the label 2 is that class, not a second one
+                truth_s = _gold_as_classes(truth_s, labels_col)
             pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
             pool_codes, class_index = class_codes(pool, normalised=True)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
@@ -516,13 +579,14 @@ class CrowdLabels:
         if truth_s is not None:
             truth_codes = np.full(len(task_index), -1, dtype=np.int32)
             pos = task_index.get_indexer(truth_s.index)
-            cls_codes = class_index.get_indexer(truth_s)
+            cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
             if np.any(cls_codes < 0):
                 first = int(np.flatnonzero(cls_codes < 0)[0])
                 bad_val, bad_task = truth_s.iloc[first], truth_s.index[first]
                 bad_val = bad_val.item() if isinstance(bad_val, np.generic) else bad_val
                 raise ValueError(f"gold label {bad_val!r} of task {bad_task!r} is not one of the "
                                  f"classes {list(class_index)[:10]}")
+            _refuse_contradicting_gold(truth_s.index, cls_codes, class_index)
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
             truth_codes[pos[ok]] = cls_codes[ok]
 
@@ -709,6 +773,7 @@ class CrowdLabels:
         gold_s = gold if isinstance(gold, pd.Series) else pd.Series(gold)
         gold_s = _normalise_label_values(gold_s.dropna())
         codes = np.full(self.n_tasks, -1, dtype=np.int32)
+        gold_s = _gold_as_classes(gold_s, self.classes)
         pos = self.tasks.get_indexer(gold_s.index)
         cls_codes = self.classes.get_indexer(gold_s)
         if np.any(cls_codes < 0):
@@ -716,6 +781,7 @@ class CrowdLabels:
             raise ValueError(
                 f"gold label {bad!r} is not one of the classes {list(self.classes)[:10]}"
             )
+        _refuse_contradicting_gold(gold_s.index, cls_codes, self.classes)
         ok = pos >= 0
         codes[pos[ok]] = cls_codes[ok]
         return codes

@@ -123,7 +123,8 @@ def read_table(
                     f"{path}: reading Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
                 ) from exc
         elif fmt == "jsonl":
-            df = pd.read_json(path, lines=True, dtype=False)
+            # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
+            df = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
         else:
             raise ValueError(f"unknown format {fmt!r}")
     except pd.errors.EmptyDataError:
@@ -174,7 +175,16 @@ def _refuse_unnamed_compression(path: Path) -> None:
 
 
 def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
-    """All cells as strings, only empty cells missing ("NA", "null", "007" stay text)."""
+    """All cells as strings, only empty cells missing ("NA", "null", "007" stay text).
+
+    A name given to two columns of the header raises ``ValueError`` (pandas would rename the
+    second ``name.1`` and a reader of ``name`` would silently take the first).
+    """
+    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    names = [name for name in header.iloc[0] if name.strip()]  # unnamed columns are no role's
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{path}: line 1: column {twice!r} appears twice in the header")
     options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
     fast = _read_delimited_arrow(path, sep)
     return fast if fast is not None else pd.read_csv(path, **options)

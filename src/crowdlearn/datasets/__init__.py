@@ -139,7 +139,8 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
     ``name`` is a bundled dataset, a folder under ``root`` (default :func:`shared_root`), or a
     folder's path.  The kind is ``kind``, else :func:`~crowdlearn.core.io.folder_kind` (the
     folder's SOURCE.md, else its files).  Class labels (and ordinal ones) give ``CrowdLabels``;
-    continuous answers (``labels.csv``) a ``ContinuousAnswers``; comparisons
+    continuous answers (``labels.csv``) a ``ContinuousAnswers``; similarity answers
+    (``similarity.csv``, else ``labels.csv``) a ``SimilarityAnswers``; comparisons
     (``pairs.csv``, gold groups or ranks with 1 = best, within its ``query`` column when
     present) a ``Comparisons``.  Gold, when present, is attached as ``truth``; item features
     (``features.npy`` in the order of ``tasks.csv``) as ``features`` with
@@ -186,8 +187,12 @@ def _load_answers(path: Path, kind: str):
     truth = None
     if (path / "truth.csv").exists():
         truth = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv").set_index("task")["truth"]
-    with naming_file(path / "labels.csv", path / "truth.csv"):
-        return table.from_csv(path / "labels.csv", truth=truth)
+    # a similarity folder is told by its similarity.csv (folder_kind); labels.csv otherwise
+    answers = path / "similarity.csv"
+    if kind != "similarity" or not answers.exists():
+        answers = path / "labels.csv"
+    with naming_file(answers, path / "truth.csv"):
+        return table.from_csv(answers, truth=truth)
 
 
 

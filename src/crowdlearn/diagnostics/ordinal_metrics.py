@@ -2,6 +2,8 @@
 
 * :func:`ordinal_mae` -- mean absolute error in classes (ranks), against gold;
 * :func:`quadratic_kappa` -- Cohen's kappa with quadratic weights (Cohen, 1968), against gold;
+* :func:`truth_report` -- accuracy, MAE and quadratic kappa of a fitted ordinal method against
+  the gold of its answer table (the scorer of ``crowdlearn benchmark``);
 * :func:`krippendorff_alpha` -- agreement of the crowd answers themselves (no gold), from the
   coincidence matrix (Krippendorff, 2004, "Content analysis", ch. 11; 2011, "Computing
   Krippendorff's alpha-reliability"), with the ordinal, interval or nominal metric.
@@ -22,7 +24,7 @@ import pandas as pd
 from ..core.data import CrowdLabels
 from ..ordinal.base import numeric_classes, ordered_classes
 
-__all__ = ["ordinal_mae", "quadratic_kappa", "krippendorff_alpha", "class_ranks"]
+__all__ = ["ordinal_mae", "quadratic_kappa", "krippendorff_alpha", "class_ranks", "truth_report"]
 
 
 def _series(values: Any, what: str) -> pd.Series:
@@ -90,6 +92,37 @@ def quadratic_kappa(labels: Any, truth: Any, order: Iterable[Hashable] | None = 
     if len(np.unique(np.concatenate([a, b]))) < 2:
         return 1.0 if np.array_equal(a, b) else 0.0
     return float(cohen_kappa_score(a, b, labels=np.arange(len(classes)), weights="quadratic"))
+
+
+def truth_report(estimator: Any, data: CrowdLabels) -> dict[str, float]:
+    """Agreement of a fitted ordinal estimator with the gold its answer table carries.
+
+    Parameters
+    ----------
+    estimator : fitted ordinal method
+        Its ``labels_`` (task -> class) are scored in its ``order_`` (lowest to highest).
+    data : CrowdLabels
+        The answers it was fitted on, with gold (``truth``).
+
+    Returns
+    -------
+    dict
+        ``{"accuracy", "mae", "quadratic_kappa"}`` over the tasks with gold (MAE in classes).
+
+    Raises
+    ------
+    ValueError
+        When the table has no gold.
+    """
+    if data.truth is None or not np.any(data.truth >= 0):
+        raise ValueError("the answers carry no gold")
+    known = data.truth >= 0
+    truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
+    labels = estimator.labels_.reindex(truth.index)
+    order = getattr(estimator, "order_", None)
+    return {"accuracy": float(np.mean(labels.to_numpy() == truth.to_numpy())),
+            "mae": ordinal_mae(labels, truth, order),
+            "quadratic_kappa": quadratic_kappa(labels, truth, order)}
 
 
 def krippendorff_alpha(data: CrowdLabels, level: str = "ordinal",

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..diagnostics.metrics import _equal_values
 from .metrics import task_groups
 
 __all__ = ["split_workers_by_group", "fair_thresholds"]
@@ -50,7 +51,7 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
     ----------
     probas : DataFrame task x class (two classes), e.g. an aggregator's ``probas_``
     groups : Series task -> group
-    positive : the positive class
+    positive : the positive class (``1`` names the column ``"1"``: compared by value)
     strength : float in [0, 1]
         0: threshold 1/2 for every group; 1: equal positive rates across groups.
 
@@ -60,10 +61,12 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
     """
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"strength must lie in [0, 1], got {strength!r}")
-    if probas.shape[1] != 2 or positive not in probas.columns:
+    is_positive = _equal_values(np.asarray(probas.columns, dtype=object),
+                                np.full(probas.shape[1], positive, dtype=object))  # "1" is 1
+    if probas.shape[1] != 2 or is_positive.sum() != 1:
         raise ValueError(f"fair_thresholds needs binary posteriors with a column {positive!r}, "
                          f"got columns {list(probas.columns)}")
-    negative = [c for c in probas.columns if c != positive][0]
+    positive, negative = probas.columns[is_positive][0], probas.columns[~is_positive][0]
     p = probas[positive].to_numpy(float)
     g = task_groups(groups, probas.index).to_numpy()
     overall = float((p > 0.5).mean())

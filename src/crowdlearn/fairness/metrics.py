@@ -15,6 +15,11 @@ demographic parity difference, compared with ``theta``.
 
 Rates with no task behind them (e.g. a group without gold negatives) are reported as ``NaN``
 with the counts beside them, never as 0.
+
+Task ids, labels and the positive class are compared as :func:`crowdlearn.metrics.accuracy`
+compares them: exactly when both sides hold the same type of value, by value when they do not
+(files read by this library give text, ``pd.read_csv`` numbers: task ``"17"`` is task ``17``,
+class ``"1"`` is ``positive=1``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from ..diagnostics.metrics import _equal_values, _positions
 
 __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
 
@@ -33,7 +40,9 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
     if g.index.has_duplicates:
         dup = g.index[g.index.duplicated()][0]
         raise ValueError(f"{what}: task {dup!r} has more than one group")
-    out = g.reindex(tasks)
+    at = _positions(g.index, tasks, what)  # by value when the ids' types differ
+    out = pd.Series(np.where(at >= 0, g.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan), index=tasks,
+                    name=g.name).infer_objects()
     if out.isna().any():
         missing = tasks[out.isna().to_numpy()]
         raise ValueError(f"{what}: no group for task {missing[0]!r} ({len(missing)} task(s) without one)")
@@ -42,8 +51,20 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
     return out
 
 
-def _binary(values: pd.Series, positive) -> np.ndarray:
-    return (values.to_numpy() == positive).astype(float)
+def _binary(values: Any, positive: Any) -> np.ndarray:
+    """1.0 where ``values`` is the ``positive`` class (by value when the types differ), else 0.0."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))  # each distinct value once
+    hit = _equal_values(np.asarray(uniques, dtype=object), np.full(len(uniques), positive, dtype=object))
+    return np.append(hit, False)[codes].astype(float)  # code -1 (missing): not positive
+
+
+def _aligned(values: Any, tasks: pd.Index, what: str) -> np.ndarray:
+    """``values`` (Series task -> value) at ``tasks`` (ids by value), NaN where absent."""
+    values = pd.Series(values)
+    if values.index.has_duplicates:
+        raise ValueError(f"{what}: task {values.index[values.index.duplicated()][0]!r} appears more than once")
+    at = _positions(values.index, tasks, what)
+    return np.where(at >= 0, values.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan)
 
 
 def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, positive: Any = 1) -> pd.DataFrame:
@@ -54,15 +75,22 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     predicted : Series task -> label (e.g. an aggregator's ``labels_``)
     truth : Series task -> true label, optional (without it only counts and positive rates)
     groups : Series task -> group (every predicted task needs one)
-    positive : the positive class (default 1)
+    positive : the positive class (default 1; ``1`` and ``"1"`` are one class, see the
+        module docstring)
+
+    With more than two classes, ``accuracy`` counts the exact class and the other rates are
+    those of the positive class against the rest.
     """
     predicted = pd.Series(predicted)
     g = task_groups(groups, predicted.index)
     pos = _binary(predicted, positive)
     y = None
     if truth is not None:
-        t = pd.Series(truth).reindex(predicted.index)
-        y = np.where(t.isna(), np.nan, (t.to_numpy() == positive).astype(float))
+        t = _aligned(truth, predicted.index, "truth")
+        y = np.where(pd.isna(t), np.nan, _binary(t, positive))
+        # the exact class (not the positive/negative side: with three or more classes two
+        # different negatives are not a right answer)
+        right = _equal_values(np.asarray(predicted, dtype=object), t)
     rows = {}
     for name in sorted(g.unique(), key=str):
         m = (g == name).to_numpy()
@@ -73,7 +101,7 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
             n_pos, n_neg = int((yy == 1).sum()), int((yy == 0).sum())
             row.update({
                 "gold": int(known.sum()), "gold_positive": n_pos, "gold_negative": n_neg,
-                "accuracy": float((p == yy).mean()) if known.any() else np.nan,
+                "accuracy": float(right[known].mean()) if known.any() else np.nan,
                 "tpr": float(p[yy == 1].mean()) if n_pos else np.nan,
                 "fpr": float(p[yy == 0].mean()) if n_neg else np.nan,
             })
@@ -105,30 +133,36 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
 
     ``reference`` is what the worker is compared with: gold where known, or the aggregated
     labels.  One row per (worker, group) with the answers behind each figure: ``answers``,
-    ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error``; plus per worker the
+    ``negatives``/``positives`` (reference), ``fpr``, ``fnr`` and ``error`` (answers not the
+    reference's class; FPR and FNR are the positive class against the rest); plus per worker the
     largest FPR and FNR difference between its groups (``fpr_gap``, ``fnr_gap``), NaN when
-    the worker has no answer in some group.
+    the worker has no answer in some group.  Ids and classes are compared by value when their
+    types differ (module docstring).
     """
     from ..core.data import as_crowd_labels
 
     data = as_crowd_labels(labels)
     g = task_groups(groups, data.tasks)
-    ref = pd.Series(reference).reindex(data.tasks)
+    ref = _aligned(reference, data.tasks, "reference")
     frame = pd.DataFrame({
         "worker": data.workers.take(data.worker),
         "group": g.to_numpy()[data.task],
-        "said_positive": data.classes.take(data.label) == positive,
-        "ref": ref.to_numpy()[data.task],
+        "said_positive": _binary(data.classes, positive)[data.label] == 1.0,
+        "said": data.classes.take(data.label),
+        "ref": ref[data.task],
     }).dropna(subset=["ref"])
-    frame["ref_positive"] = frame["ref"].to_numpy() == positive
+    frame["ref_positive"] = _binary(frame["ref"], positive) == 1.0
     frame["fp"] = frame["said_positive"] & ~frame["ref_positive"]
     frame["fn"] = ~frame["said_positive"] & frame["ref_positive"]
+    # the exact class: with three or more classes a wrong negative is an error too
+    frame["wrong"] = ~_equal_values(frame["said"].to_numpy(dtype=object), frame["ref"].to_numpy(dtype=object))
     agg = frame.groupby(["worker", "group"], sort=True).agg(
-        answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"))
+        answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
+        wrong=("wrong", "sum"))
     agg["negatives"] = agg["answers"] - agg["positives"]
     agg["fpr"] = np.where(agg["negatives"] > 0, agg["fp"] / agg["negatives"].where(agg["negatives"] > 0, 1), np.nan)
     agg["fnr"] = np.where(agg["positives"] > 0, agg["fn"] / agg["positives"].where(agg["positives"] > 0, 1), np.nan)
-    agg["error"] = (agg["fp"] + agg["fn"]) / agg["answers"]
+    agg["error"] = agg["wrong"] / agg["answers"]
     spread = agg.groupby(level="worker")[["fpr", "fnr"]].agg(lambda v: v.max() - v.min() if v.notna().sum() >= 2 else np.nan)
     agg = agg.join(spread.rename(columns={"fpr": "fpr_gap", "fnr": "fnr_gap"}), on="worker")
     return agg[["answers", "negatives", "positives", "fpr", "fnr", "error", "fpr_gap", "fnr_gap"]]

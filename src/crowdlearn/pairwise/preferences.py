@@ -22,7 +22,7 @@ import pandas as pd
 from ..core.base import AnswerEstimator, Tags
 from ..core.data import CrowdLabels, factorize_ids, row_list
 from ..core.params import check_params
-from .data import GROUP_SEP, TIE_MARKERS, Comparisons, check_role_columns
+from .data import GROUP_SEP, LEFT, RIGHT, TIE, TIE_MARKERS, Comparisons, check_role_columns
 from .links import outcome_probs
 
 __all__ = ["Preferences", "PreferenceAggregator", "PREFERENCE_CLASSES"]
@@ -118,16 +118,27 @@ class Preferences:
         return cls.from_frame(df, **kwargs)
 
     def to_comparisons(self) -> Comparisons:
-        """The annotations as comparisons grouped by prompt (items = responses)."""
+        """The annotations as comparisons grouped by prompt (items = responses).
+
+        Built from the codes, not by writing each outcome as a label: a response whose text
+        is ``tie`` would otherwise win every pair its annotators called a tie.  Units are
+        ``f"{prompt}::{response}"`` (:data:`~crowdlearn.pairwise.data.GROUP_SEP`), as in
+        :meth:`Comparisons.from_frame`.
+        """
         lab = self.labels
-        pairs = self.pairs.iloc[lab.task]
-        winner = np.where(lab.label == 0, pairs["response_1"], np.where(
-            lab.label == 1, pairs["response_2"], "tie"))
-        frame = pd.DataFrame({"worker": lab.workers.take(lab.worker),
-                              "left": pairs["response_1"].to_numpy(),
-                              "right": pairs["response_2"].to_numpy(),
-                              "label": winner, "prompt": pairs["prompt"].to_numpy()})
-        return Comparisons.from_frame(frame, group="prompt")
+        prompt = self.pairs["prompt"].to_numpy(dtype=object)
+        names = np.concatenate([self.pairs["response_1"].to_numpy(dtype=object),
+                                self.pairs["response_2"].to_numpy(dtype=object)])
+        groups = np.concatenate([prompt, prompt])
+        units = pd.Series(groups).astype(str) + GROUP_SEP + pd.Series(names).astype(str)
+        codes, items = factorize_ids(units, "item")
+        first = pd.Series(np.arange(len(codes))).groupby(codes).first().to_numpy()
+        n_pairs = len(self.pairs)
+        side_of_class = {"a": LEFT, "b": RIGHT, "tie": TIE}
+        outcome = np.array([side_of_class[c] for c in lab.classes], dtype=np.int8)[lab.label]
+        return Comparisons(lab.worker, codes[:n_pairs][lab.task], codes[n_pairs:][lab.task],
+                           outcome, lab.workers, items, item_group=groups[first],
+                           item_name=names[first])
 
 
 class PreferenceAggregator(AnswerEstimator):

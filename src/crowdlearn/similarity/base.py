@@ -191,13 +191,17 @@ def estimate_n_clusters(data: SimilarityAnswers, max_clusters: int = 20) -> int:
     ``(a - b) n / K`` and the rest near zero (centring removes the mean's large first
     eigenvalue, which otherwise makes every gap but the first look small).  So
     ``K = 1 + argmax_k (lambda_k - lambda_{k+1})`` over ``k = 1 .. max_clusters``.  K = 1 is
-    returned only for fewer than 3 items: with no cluster structure the largest gap is
-    noise, so pass ``n_clusters`` when a single cluster is plausible.
+    returned only for fewer than 3 items and when no pair's answers lean "different" (then
+    nothing separates any two items, and the centred matrix is zero, so its gaps say
+    nothing): otherwise, with no cluster structure, the largest gap is noise, so pass
+    ``n_clusters`` when a single cluster is plausible.
     """
     n = data.n_items
     if n < 3:
         return 1
     lo, hi, ev, _ = pair_evidence(data)
+    if not np.any(ev < 0):
+        return 1
     target = np.where(ev > 0, 1.0, np.where(ev < 0, 0.0, 0.5))
     fill = float(target.mean()) if len(target) else 0.5
     p = max(len(lo) / max(n * (n - 1) / 2, 1.0), 1e-12)
