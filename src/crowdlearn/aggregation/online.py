@@ -449,8 +449,11 @@ def loo_statistics(logit: np.ndarray, table: np.ndarray, batch: CrowdLabels, ans
     if compiled is not None:
         first, second = np.zeros((rows, k)), np.zeros((rows, k))
         no_fixed = np.zeros(batch.n_labels, dtype=np.bool_) if fixed is None else fixed
-        compiled.loo_moments(np.ascontiguousarray(logit), np.ascontiguousarray(table), batch.task,
-                             answer_cell, batch.worker, no_fixed, fixed_rows, first, second)
+        # in worker order, a worker's table row and moment rows are read and written once
+        # for all its answers, and only the task's logits are a random read
+        order = batch.worker_order()
+        compiled.loo_moments(np.ascontiguousarray(logit), np.ascontiguousarray(table), batch.task[order],
+                             answer_cell[order], batch.worker[order], no_fixed[order], fixed_rows, first, second)
         return first, second
     held = row_softmax(logit[batch.task] - table[answer_cell])
     if fixed is not None:

@@ -1,7 +1,7 @@
 """Numba loop of the leave-one-out statistics of ``partial_fit`` (imported only through
 :func:`crowdlearn.aggregation.online.loo_statistics`).
 
-One pass over a batch's answers: each answer's posterior without it (a softmax of its task's
+One pass over a batch's answers (in worker order, see the caller): each answer's posterior without it (a softmax of its task's
 logits minus its own log-confusion row) is summed into its worker's first moments (row
 ``w*K + answered``) and second moments (rows ``w*K + true``).  The numpy version builds
 three (answers x K^2) temporaries and two sparse products per EM round; here nothing of
@@ -65,6 +65,7 @@ def worker_regressions(s_counts, r_counts, pop, anchor, out):
     a = np.empty((k, k))
     b = np.empty((k, k))
     mass = np.empty(k)
+    inv = np.empty(k)
     for w in range(m):
         base = w * k
         for i in range(k):
@@ -74,30 +75,30 @@ def worker_regressions(s_counts, r_counts, pop, anchor, out):
                 b[i, j] = s_counts[base + j, i] + anchor * pop[i, j]  # [true, answered]
                 mass[i] += s_counts[base + j, i]
             a[i, i] += anchor
-        # Cholesky a = L L^T, L in the lower triangle of a
+        # Cholesky a = L L^T, L in the lower triangle of a, 1 / L_jj in inv
         for j in range(k):
             d = a[j, j]
             for p in range(j):
                 d -= a[j, p] * a[j, p]
-            d = np.sqrt(d)
-            a[j, j] = d
+            inv[j] = 1.0 / np.sqrt(d)
+            a[j, j] = d * inv[j]
             for i in range(j + 1, k):
                 v = a[i, j]
                 for p in range(j):
                     v -= a[i, p] * a[j, p]
-                a[i, j] = v / d
+                a[i, j] = v * inv[j]
         # solve L Y = B, then L^T X = Y, column by column of b (in place)
         for c in range(k):
             for i in range(k):
                 v = b[i, c]
                 for p in range(i):
                     v -= a[i, p] * b[p, c]
-                b[i, c] = v / a[i, i]
+                b[i, c] = v * inv[i]
             for i in range(k - 1, -1, -1):
                 v = b[i, c]
                 for p in range(i + 1, k):
                     v -= a[p, i] * b[p, c]
-                b[i, c] = v / a[i, i]
+                b[i, c] = v * inv[i]
         for i in range(k):
             total = 0.0
             for j in range(k):

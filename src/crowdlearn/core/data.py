@@ -360,6 +360,16 @@ class CrowdLabels:
     def labels_per_task(self) -> np.ndarray:
         return np.diff(self.task_ptr)
 
+    def worker_order(self) -> np.ndarray:
+        """Positions of the answers sorted by worker (stable: by task within a worker),
+        built once and cached: loops that update per-worker rows run in this order."""
+        order = self._codes_cache.get("worker_order")
+        if order is None:
+            order = np.argsort(self.worker, kind="stable")
+            order.flags.writeable = False
+            self._codes_cache["worker_order"] = order
+        return order
+
     def labels_per_worker(self) -> np.ndarray:
         return np.bincount(self.worker, minlength=self.n_workers)
 
