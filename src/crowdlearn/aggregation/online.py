@@ -219,7 +219,7 @@ class StepwiseEM(OnlineState):
     """
 
     def partial_fit(self, labels: Any, *, classes: Any = None, step_power: float = 0.8,
-                    step_offset: float = 1.0, inner_iter: int = 3, leave_one_out: bool = True,
+                    step_offset: float = 1.0, inner_iter: int = 2, leave_one_out: bool = True,
                     anchor: float = 5.0) -> "StepwiseEM":
         """Update the worker model with one batch of answers (new tasks and workers allowed).
 
@@ -235,7 +235,7 @@ class StepwiseEM(OnlineState):
             ``benchmarks/tune_defaults.py`` (``benchmarks/online.py --tune``: accuracy after
             one pass in 10 batches, of the streamed posteriors and of the final parameters,
             over a grid of the statistics, alpha in {0.8, 1}, t0 in {1, 4} and ``inner_iter``
-            in {2, 3, 5}).
+            in {2, 3, 5}; 2 rounds are within 0.05 points of 3 and 5 and the cheapest).
         inner_iter : int
             EM rounds on each batch (E-step, stepwise update, M-step); the batch's posteriors
             then reflect the parameters it has itself informed.
