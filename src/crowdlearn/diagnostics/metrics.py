@@ -75,7 +75,7 @@ def _same_kind(a: Any, b: Any) -> bool:
     return pd.api.types.infer_dtype(a, skipna=True) == pd.api.types.infer_dtype(b, skipna=True)
 
 
-def _positions(target: pd.Index, values: Any, what: str) -> np.ndarray:
+def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
     """Position of each of ``values`` in ``target`` (-1 when absent).
 
     Exact when both hold the same type of value; by value (:func:`_value_key`) when they do
@@ -97,7 +97,7 @@ def _positions(target: pd.Index, values: Any, what: str) -> np.ndarray:
     return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
 
 
-def _equal_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Elementwise ``a == b`` (missing values unequal), by value when the types differ."""
     present = pd.notna(a) & pd.notna(b)
     if _same_kind(a, b):
@@ -123,7 +123,7 @@ def _proba_truth_codes(probas: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]
     """(P, y): posteriors rows and true class codes of the tasks that have gold."""
     if isinstance(probas, pd.DataFrame):
         gold = _gold_series(truth)
-        rows = _positions(probas.index, gold.index, "the probas index")
+        rows = positions_by_value(probas.index, gold.index, "the probas index")
         has = rows >= 0
         if not has.any():
             raise ValueError(
@@ -131,7 +131,7 @@ def _proba_truth_codes(probas: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]
                 "truth index do not overlap"
             )
         gold_values = gold.to_numpy()[has]
-        y = _positions(probas.columns, gold_values, "the probas columns")
+        y = positions_by_value(probas.columns, gold_values, "the probas columns")
         if np.any(y < 0):
             bad = gold_values[y < 0][0]
             raise ValueError(
@@ -191,14 +191,14 @@ def accuracy(pred: pd.Series | Mapping, truth: Any) -> float:
     """
     gold = _gold_series(truth)
     pred = pred if isinstance(pred, pd.Series) else pd.Series(pred, dtype=object)
-    at = _positions(gold.index, pred.index, "the truth index")
+    at = positions_by_value(gold.index, pred.index, "the truth index")
     has = at >= 0
     if not has.any():
         raise ValueError(
             "accuracy: no predicted task has a gold label (the prediction and truth "
             f"indexes do not overlap; {len(pred)} predictions, {len(gold)} gold labels)"
         )
-    correct = _equal_values(pred.to_numpy()[has], gold.to_numpy()[at[has]])
+    correct = equal_by_value(pred.to_numpy()[has], gold.to_numpy()[at[has]])
     return float(correct.mean())
 
 
@@ -447,9 +447,9 @@ def _in_label_types(labels: CrowdLabels, truth: Any) -> pd.Series:
     same values (see :func:`accuracy`); tasks absent from ``labels`` are dropped, and gold
     classes it does not know are kept as given (``encode_gold`` names them)."""
     gold = _gold_series(truth)
-    rows = _positions(labels.tasks, gold.index, "the answers' tasks")
+    rows = positions_by_value(labels.tasks, gold.index, "the answers' tasks")
     gold = gold[rows >= 0]
-    cls = _positions(labels.classes, gold.to_numpy(), "the answers' classes")
+    cls = positions_by_value(labels.classes, gold.to_numpy(), "the answers' classes")
     values = np.where(cls >= 0, labels.classes.to_numpy()[np.maximum(cls, 0)], gold.to_numpy())
     return pd.Series(values, index=labels.tasks[rows[rows >= 0]], dtype=object)
 

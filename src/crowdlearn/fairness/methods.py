@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels, as_crowd_labels
-from ..diagnostics.metrics import _equal_values
+from ..diagnostics.metrics import equal_by_value
 from .metrics import task_groups
 
 __all__ = ["split_workers_by_group", "fair_thresholds"]
@@ -61,7 +61,7 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
     """
     if not 0.0 <= strength <= 1.0:
         raise ValueError(f"strength must lie in [0, 1], got {strength!r}")
-    is_positive = _equal_values(np.asarray(probas.columns, dtype=object),
+    is_positive = equal_by_value(np.asarray(probas.columns, dtype=object),
                                 np.full(probas.shape[1], positive, dtype=object))  # "1" is 1
     if probas.shape[1] != 2 or is_positive.sum() != 1:
         raise ValueError(f"fair_thresholds needs binary posteriors with a column {positive!r}, "

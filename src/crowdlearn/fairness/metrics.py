@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..diagnostics.metrics import _equal_values, _positions
+from ..diagnostics.metrics import equal_by_value, positions_by_value
 
 __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
 
@@ -40,7 +40,7 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
     if g.index.has_duplicates:
         dup = g.index[g.index.duplicated()][0]
         raise ValueError(f"{what}: task {dup!r} has more than one group")
-    at = _positions(g.index, tasks, what)  # by value when the ids' types differ
+    at = positions_by_value(g.index, tasks, what)  # by value when the ids' types differ
     out = pd.Series(np.where(at >= 0, g.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan), index=tasks,
                     name=g.name).infer_objects()
     if out.isna().any():
@@ -54,7 +54,7 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
 def _binary(values: Any, positive: Any) -> np.ndarray:
     """1.0 where ``values`` is the ``positive`` class (by value when the types differ), else 0.0."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))  # each distinct value once
-    hit = _equal_values(np.asarray(uniques, dtype=object), np.full(len(uniques), positive, dtype=object))
+    hit = equal_by_value(np.asarray(uniques, dtype=object), np.full(len(uniques), positive, dtype=object))
     return np.append(hit, False)[codes].astype(float)  # code -1 (missing): not positive
 
 
@@ -63,7 +63,7 @@ def _aligned(values: Any, tasks: pd.Index, what: str) -> np.ndarray:
     values = pd.Series(values)
     if values.index.has_duplicates:
         raise ValueError(f"{what}: task {values.index[values.index.duplicated()][0]!r} appears more than once")
-    at = _positions(values.index, tasks, what)
+    at = positions_by_value(values.index, tasks, what)
     return np.where(at >= 0, values.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan)
 
 
@@ -90,7 +90,7 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
         y = np.where(pd.isna(t), np.nan, _binary(t, positive))
         # the exact class (not the positive/negative side: with three or more classes two
         # different negatives are not a right answer)
-        right = _equal_values(np.asarray(predicted, dtype=object), t)
+        right = equal_by_value(np.asarray(predicted, dtype=object), t)
     rows = {}
     for name in sorted(g.unique(), key=str):
         m = (g == name).to_numpy()
@@ -155,7 +155,7 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
     frame["fp"] = frame["said_positive"] & ~frame["ref_positive"]
     frame["fn"] = ~frame["said_positive"] & frame["ref_positive"]
     # the exact class: with three or more classes a wrong negative is an error too
-    frame["wrong"] = ~_equal_values(frame["said"].to_numpy(dtype=object), frame["ref"].to_numpy(dtype=object))
+    frame["wrong"] = ~equal_by_value(frame["said"].to_numpy(dtype=object), frame["ref"].to_numpy(dtype=object))
     agg = frame.groupby(["worker", "group"], sort=True).agg(
         answers=("ref", "size"), positives=("ref_positive", "sum"), fp=("fp", "sum"), fn=("fn", "sum"),
         wrong=("wrong", "sum"))
