@@ -7,10 +7,10 @@ parameters of its time) and of the final parameters re-scoring all answers
 against one batch fit (time per answer).  ``--tune``: the grid on simulated crowds that chose
 the defaults of ``partial_fit``.  ``--batches``: how the one-pass gap grows with the number of
 batches the same answers are cut into, on simulated crowds (its own section,
-``online-em-batches``).  ``--ceiling``: what any method that keeps per-task evidence instead of
-the answers could reach at best (its own section, ``online-em-ceiling``): each batch's answers
-are scored with a *batch* fit on every answer seen so far (unbounded memory for learning, so
-the best parameters available at that time) and frozen, as a one-pass method must.
+``online-em-batches``).  ``--ceiling``: a reference for any method that keeps per-task evidence
+instead of the answers (its own section, ``online-em-ceiling``): each batch's answers are scored
+with a *batch* fit on every answer seen so far (unbounded memory for learning) and frozen, as a
+one-pass method must.
 
 Usage::
 
