@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..core.compiled import softmax_in_place
+
 __all__ = ["loo_moments"]
 
 
@@ -34,17 +36,9 @@ def loo_moments(logit, table, task, cell, worker, fixed, fixed_rows, first, seco
             for j in range(k):
                 h[j] = fixed_rows[t, j]
         else:
-            top = -np.inf
             for j in range(k):
                 h[j] = logit[t, j] - table[cell[a], j]
-                if h[j] > top:
-                    top = h[j]
-            total = 0.0
-            for j in range(k):
-                h[j] = np.exp(h[j] - top)
-                total += h[j]
-            for j in range(k):
-                h[j] /= total
+            softmax_in_place(h)
         c = cell[a]
         base = worker[a] * k
         for i in range(k):

@@ -182,6 +182,21 @@ def confusion_table(counts, pseudo, out):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
+def softmax_in_place(p):  # pragma: no cover
+    """``p <- softmax(p)`` for one short vector (shifted by its maximum)."""
+    m = -np.inf
+    for j in range(len(p)):
+        if p[j] > m:
+            m = p[j]
+    s = 0.0
+    for j in range(len(p)):
+        p[j] = np.exp(p[j] - m)
+        s += p[j]
+    for j in range(len(p)):
+        p[j] /= s
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def minimax_value_grad(worker, task, label, q, sig, tau, gsig, gtau):  # pragma: no cover
     """Data term of the minimax-entropy M-step objective and its gradient, in one pass.
 
@@ -295,17 +310,9 @@ def minimax_tau_newton(task_ptr, worker, label, q, sig, tau, lam, n_steps):  # p
                         h[j, i] = lam if i == j else 0.0
                 for a in range(lo, hi):
                     w = worker[a]
-                    m = -np.inf
                     for j in range(k):
                         p[j] = sig[w, c, j] + row[j]
-                        if p[j] > m:
-                            m = p[j]
-                    s = 0.0
-                    for j in range(k):
-                        p[j] = np.exp(p[j] - m)
-                        s += p[j]
-                    for j in range(k):
-                        p[j] /= s
+                    softmax_in_place(p)
                     for j in range(k):
                         g[j] += qc * p[j]
                         for i in range(k):
