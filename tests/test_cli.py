@@ -506,3 +506,10 @@ def test_aggregate_numeric_export_as_continuous(tmp_path, capsys):
     src.write_text(src.read_text().replace("\t7.5\t", "\tseven\t"))
     code, _, err = run(["aggregate", str(src), "--format", "toloka", "--kind", "continuous"], capsys)
     assert code == 2 and "seven" in err, err
+
+
+def test_negative_seed_is_one_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["benchmark", "dog", "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "--seed: must be an integer in [0, 2**32), got -1" in capsys.readouterr().err

@@ -883,6 +883,17 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _seed(text: str) -> int:
+    """``--seed``: numpy seeds are integers in [0, 2^32)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32), got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2**32), got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="crowdlearn", description="Learning from crowds.")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -917,7 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--delimiter", help="multilabel: the separator of tags in a label (default |)")
     a.add_argument("--gold-lower-is-better", action="store_true",
                    help="pairwise gold holds ranks or groups (1 = best), not scores")
-    a.add_argument("--seed", type=int, default=None)
+    a.add_argument("--seed", type=_seed, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show what is being done and a bar of the iterations on stderr "
@@ -948,7 +959,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--dpo", help="also write DPO JSON Lines here")
     pr.add_argument("--min-confidence", type=float, default=0.5,
                     help="pairs whose preferred response has a lower probability are left out of --dpo")
-    pr.add_argument("--seed", type=int, default=None)
+    pr.add_argument("--seed", type=_seed, default=None)
     pr.add_argument("--param", action="append", metavar="KEY=VALUE",
                     help="parameter of the underlying method")
     pr.set_defaults(func=_cmd_preferences)
@@ -963,13 +974,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folders holding labels.csv (pairs.csv for comparisons) and truth.csv")
     b.add_argument("--methods", help="comma-separated method names (default: all of the kind)")
     b.add_argument("--kind", help="answer kind of every folder (default: each folder's SOURCE.md)")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--seed", type=_seed, default=0)
     b.set_defaults(func=_cmd_benchmark)
 
     d = sub.add_parser("demo", help="aggregate a bundled real dataset with every method")
     d.add_argument("--dataset", default="zencrowd_us")
     d.add_argument("--methods", help="comma-separated method names (default: all)")
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--seed", type=_seed, default=0)
     d.set_defaults(func=_cmd_demo)
 
     ds = sub.add_parser("datasets", help="list the bundled datasets and those of a shared folder",
@@ -991,7 +1002,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels-per-task", type=int, default=5)
     s.add_argument("--spammers", type=float, default=0.0, help="fraction of uniform spammers")
     s.add_argument("--adversaries", type=float, default=0.0, help="fraction of adversaries")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=_seed, default=0)
     s.add_argument("--out", required=True)
     s.add_argument("--truth-out", help="also write task,truth here")
     s.set_defaults(func=_cmd_simulate)
@@ -1015,7 +1026,7 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--worker-col", default="worker")
     nx.add_argument("--label-col", default="label")
     nx.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
-    nx.add_argument("--seed", type=int, default=None)
+    nx.add_argument("--seed", type=_seed, default=None)
     nx.set_defaults(func=_cmd_next)
 
     rp = sub.add_parser("report", help="one self-contained HTML page of a fit (workers, confusions, "
@@ -1028,7 +1039,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--task-col", default="task")
     rp.add_argument("--worker-col", default="worker")
     rp.add_argument("--label-col", default="label")
-    rp.add_argument("--seed", type=int, default=None)
+    rp.add_argument("--seed", type=_seed, default=None)
     rp.set_defaults(func=_cmd_report)
     return p
 
