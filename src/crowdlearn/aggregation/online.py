@@ -139,31 +139,25 @@ class OnlineState:
 
     @staticmethod
     def _online_commit(st: dict, cells: np.ndarray, values: np.ndarray, eta: float,
-                       more: dict[str, np.ndarray] | None = None) -> None:
+                       more: dict[str, np.ndarray] | None = None,
+                       totals: dict[str, np.ndarray] | None = None) -> None:
         """Every worker's statistics decay by ``1 - eta`` (the shared scale, so untouched
         rows are not rewritten); the rows ``cells`` take their new ``values``.
 
         ``more`` holds further per-worker statistics (state key -> new rows) sharing the
-        scale; a state key ``"sum_" + key`` is kept equal to the sum of that statistic's
-        ``K x K`` blocks over all workers (the population), updated from the batch's rows.
+        scale; ``totals`` (state key -> ``K x K`` sum over all workers after this step, in
+        statistic units) is stored as ``"sum_" + key`` in the same raw units.
         """
         arrays = {"raw": values, **(more or {})}
         scale = st["scale"] * (1.0 - eta)
-        # population totals in statistic units after this step: the others decay
-        totals = {}
-        for key, new in arrays.items():
-            if "sum_" + key in st:
-                k = new.shape[1]
-                others = st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0)
-                totals[key] = scale * others + new.reshape(-1, k, k).sum(axis=0)
         if scale < 1e-150:  # fold the scale into the rows before it underflows (eta = 1: all new)
             for key in arrays:
                 st[key] *= scale
             scale = 1.0
         for key, new in arrays.items():
             st[key][cells] = new / scale
-            if key in totals:
-                st["sum_" + key] = totals[key] / scale
+        for key, total in (totals or {}).items():
+            st["sum_" + key] = total / scale
         st["scale"] = scale
 
     def _online_forget(self) -> None:
@@ -316,7 +310,11 @@ class StepwiseEM(OnlineState):
         # Laplace-smoothed confusions (one more pseudo-count per cell): a cell the model of
         # the moment calls impossible must not veto a class for good
         frozen = self._table_from_counts(np.ascontiguousarray(counts + 1.0), pseudo, backend)
-        self._online_commit(st, cells, stat, eta, {"rraw": stat_r} if loo else None)
+        if loo:
+            pop_s, pop_r = loo_population(stat, stat_r, others, 1.0 - eta)
+            self._online_commit(st, cells, stat, eta, {"rraw": stat_r}, {"raw": pop_s, "rraw": pop_r})
+        else:
+            self._online_commit(st, cells, stat, eta)
         if loo:
             st["table"][cells] = log_table
         st["prior_stat"] = prior_stat
@@ -348,9 +346,7 @@ class StepwiseEM(OnlineState):
                            n: float, decay: float, backend: str) -> np.ndarray:
         """Soft counts of the rows ``stat`` from leave-one-out statistics; the population
         is these rows plus ``decay`` times the other workers' totals ``others``."""
-        k = stat.shape[1]
-        pop_s = decay * others["raw"] + stat.reshape(-1, k, k).sum(axis=0)
-        pop_r = decay * others["rraw"] + stat_r.reshape(-1, k, k).sum(axis=0)
+        pop_s, pop_r = loo_population(stat, stat_r, others, decay)
         return regressed_counts(stat * n, stat_r * n, pop_s * n, pop_r * n, st["anchor"], backend)
 
     def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
@@ -435,6 +431,14 @@ class IdCodes:
                 (a, start), (b, _) = self.segments[-2], self.segments[-1]
                 self.segments[-2:] = [(a.append(b), start)]
         return found
+
+
+def loo_population(stat: np.ndarray, stat_r: np.ndarray, others: dict, decay: float):
+    """Population first and second moments (``K x K`` each): the batch workers' rows plus
+    ``decay`` times the other workers' totals ``others`` (keys ``raw``, ``rraw``)."""
+    k = stat.shape[1]
+    return (decay * others["raw"] + stat.reshape(-1, k, k).sum(axis=0),
+            decay * others["rraw"] + stat_r.reshape(-1, k, k).sum(axis=0))
 
 
 def loo_statistics(logit: np.ndarray, table: np.ndarray, batch: CrowdLabels, answer_cell: np.ndarray,
