@@ -268,6 +268,17 @@ def test_import_crowdlearn_imports_no_method_module():
     assert res.stdout.strip() == ""
 
 
+def test_dir_lists_the_lazy_names_and_every_listed_name_resolves():
+    import crowdlearn
+
+    names = dir(crowdlearn)
+    for name in ("aggregation", "continuous", "detect_spammers", "DawidSkene", "CrowdLabels"):
+        assert name in names
+    for name in names:
+        if not name.startswith("_"):
+            getattr(crowdlearn, name)
+
+
 # ------------------------------------------------------------------------ CLI
 def test_cli_lists_every_method_with_kind_and_needs(capsys):
     assert main(["methods"]) == 0

@@ -45,7 +45,7 @@ def __getattr__(name):
 def __dir__():
     from . import aggregation
 
-    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_FUNCTIONS) | set(aggregation.__all__))
+    return sorted(set(globals()) | set(_LAZY_MODULES) | set(_LAZY_FUNCTIONS) | set(aggregation.__all__))
 
 
 __all__ = ["CrowdLabels", "methods", "get_method", "method_kinds", "__version__"]
