@@ -8,11 +8,12 @@ import crowdlearn as cl
 from crowdlearn.aggregation.hierarchical_ds import (
     EVIDENCE_MARGIN,
     HierarchicalDawidSkene,
+    diagonally_dominant,
     dirichlet_multinomial_loglik,
     fit_dirichlet_rows,
 )
 from crowdlearn.benchmarking import gold_accuracy
-from conftest import load_shared
+from conftest import SHARED_DATA, load_shared, skip_missing
 
 
 def _population_crowd(n_tasks, n_workers, per_task, mu, strength, seed, sparse_workers=0):
@@ -101,3 +102,25 @@ def test_no_worse_than_ds_where_fixed_smoothing_is_hardest(name):
     ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
     hds = gold_accuracy(HierarchicalDawidSkene().fit(data).labels_, data)
     assert hds >= ds, (hds, ds)
+
+
+def test_diagonally_dominant_raises_only_rows_that_violate_it():
+    alpha = np.array([[5.0, 1.0, 1.0], [3.0, 0.5, 2.0], [1.0, 1.0, 1.0]])
+    out = diagonally_dominant(alpha)
+    np.testing.assert_array_equal(out[[0, 2]], alpha[[0, 2]])
+    np.testing.assert_array_equal(out[1], [3.0, 3.0, 2.0])
+    assert alpha[1, 1] == 0.5  # the input is not modified
+
+
+def test_a_one_off_label_does_not_become_a_catch_all_class():
+    # zencrowd_us with one answer changed to a label nobody else gives (a typo): its
+    # population row must not learn "the crowd's mix of 0 and 1" and claim the tasks whose
+    # answers disagree (before the diagonal constraint: 11 tasks)
+    folder = SHARED_DATA / "zencrowd_us"
+    skip_missing(folder)
+    frame = pd.read_csv(folder / "labels.csv", dtype=str)
+    clean = HierarchicalDawidSkene().fit(frame).labels_
+    frame.loc[0, "label"] = "typo"
+    est = HierarchicalDawidSkene().fit(frame)
+    assert (est.labels_ == "typo").sum() <= 1
+    assert (est.labels_.drop(frame.task[0]) == clean.drop(frame.task[0])).mean() > 0.995

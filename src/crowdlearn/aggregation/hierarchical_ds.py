@@ -23,7 +23,10 @@ every M-step.  A worker's confusion is then its posterior mean
 population's row (which can be one-coin-like or class-biased, as the crowd is), a worker
 with many keeps its own matrix.  The strength adapts per dataset: on crowds of similar
 workers ``s_j`` grows and the model approaches one shared confusion; on heterogeneous crowds
-it shrinks toward plain Dawid-Skene.  This replaces ``ds``'s fixed ``diag_alpha``.
+it shrinks toward plain Dawid-Skene.  This replaces ``ds``'s fixed ``diag_alpha``.  Each
+population row is kept diagonally dominant (``alpha_[j, j] >= alpha_[j, l]``,
+:func:`diagonally_dominant`): the latent class ``j`` is the one whose label a typical worker
+gives most often, which rules out catch-all classes.
 
 Initialisation (the signal-processing tutorial's recommendation): EM is run from majority
 vote and from a moment estimate (Spectral-DS's moments, one E-step, no EM), and the run with
@@ -51,7 +54,7 @@ from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, vote_fractions
 from .dawid_skene import DawidSkene
 
-__all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomial_loglik"]
+__all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomial_loglik", "diagonally_dominant"]
 
 #: numerical floor and ceiling of a learned pseudo-count (a guard, not a tuned value: an
 #: off-diagonal cell no worker ever uses drives its estimate to 0, and a crowd of identical
@@ -103,6 +106,23 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
         a = new
         if done:
             break
+    return a
+
+
+def diagonally_dominant(alpha: np.ndarray) -> np.ndarray:
+    """Raise each row's diagonal pseudo-count to the row's largest off-diagonal one.
+
+    The identifiability constraint of the population: when the truth is ``j``, a typical
+    worker answers ``j`` at least as often as any single other class.  Without it a class
+    that is rarely answered (a typo, a one-off label) can become a catch-all for ambiguous
+    tasks: its population row learns the crowd's overall answer mix, never its own label, and
+    EM then assigns it every task whose answers disagree.  Rows that already satisfy the
+    constraint are returned unchanged.
+    """
+    a = np.array(alpha, dtype=float, copy=True)
+    off = a.copy()
+    np.fill_diagonal(off, 0.0)
+    np.fill_diagonal(a, np.maximum(np.diag(a), off.max(axis=1)))
     return a
 
 
@@ -241,8 +261,8 @@ class HierarchicalDawidSkene(DawidSkene):
         # a few warm-started fixed-point steps per M-step: each raises the Dirichlet-multinomial
         # likelihood (Minka's update maximises a lower bound), so EM and empirical Bayes climb
         # together (a generalised EM) instead of solving the inner problem to the end each time
-        self._alpha = fit_dirichlet_rows(
-            counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER
+        self._alpha = diagonally_dominant(
+            fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER)
         )
         log_table = self._table_from_counts(counts, self._alpha + pseudo, backend)
         class_counts = class_counts + self.prior_alpha
