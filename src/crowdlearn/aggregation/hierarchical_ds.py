@@ -24,9 +24,9 @@ population's row (which can be one-coin-like or class-biased, as the crowd is), 
 with many keeps its own matrix.  The strength adapts per dataset: on crowds of similar
 workers ``s_j`` grows and the model approaches one shared confusion; on heterogeneous crowds
 it shrinks toward plain Dawid-Skene.  This replaces ``ds``'s fixed ``diag_alpha``.  Each
-population row is kept diagonally dominant (``alpha_[j, j] >= alpha_[j, l]``,
-:func:`diagonally_dominant`): the latent class ``j`` is the one whose label a typical worker
-gives most often, which rules out catch-all classes.
+population row keeps its diagonal at least the mean of its off-diagonal cells
+(:func:`diagonal_floor`): the latent class ``j`` is one whose label a typical worker gives
+more often than a random answerer would, which rules out catch-all classes.
 
 Initialisation (the signal-processing tutorial's recommendation): EM is run from majority
 vote and from a moment estimate (Spectral-DS's moments, one E-step, no EM), and the run with
@@ -54,7 +54,7 @@ from ..core.data import CrowdLabels
 from ..core.stats import clamp_to_gold, vote_fractions
 from .dawid_skene import DawidSkene
 
-__all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomial_loglik", "diagonally_dominant"]
+__all__ = ["HierarchicalDawidSkene", "fit_dirichlet_rows", "dirichlet_multinomial_loglik", "diagonal_floor"]
 
 #: numerical floor and ceiling of a learned pseudo-count (a guard, not a tuned value: an
 #: off-diagonal cell no worker ever uses drives its estimate to 0, and a crowd of identical
@@ -109,20 +109,25 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
     return a
 
 
-def diagonally_dominant(alpha: np.ndarray) -> np.ndarray:
-    """Raise each row's diagonal pseudo-count to the row's largest off-diagonal one.
+def diagonal_floor(alpha: np.ndarray) -> np.ndarray:
+    """Raise each row's diagonal pseudo-count to the mean of the row's off-diagonal ones.
 
     The identifiability constraint of the population: when the truth is ``j``, a typical
-    worker answers ``j`` at least as often as any single other class.  Without it a class
-    that is rarely answered (a typo, a one-off label) can become a catch-all for ambiguous
-    tasks: its population row learns the crowd's overall answer mix, never its own label, and
-    EM then assigns it every task whose answers disagree.  Rows that already satisfy the
-    constraint are returned unchanged.
+    worker answers ``j`` at least as often as it gives the average wrong label (better than
+    a random answerer on every class).  Without it a class that is rarely answered (a typo,
+    a one-off label) can become a catch-all for ambiguous tasks: its population row learns
+    the crowd's overall answer mix, never its own label, and EM then assigns it every task
+    whose answers disagree.  The stronger constraint, a diagonal at least every off-diagonal
+    cell, would also forbid a class that is genuinely answered as one other class more often
+    than as itself (two look-alike classes), which a crowd can have and Dawid-Skene can
+    still separate.  Rows that satisfy the constraint are returned unchanged.
     """
     a = np.array(alpha, dtype=float, copy=True)
-    off = a.copy()
-    np.fill_diagonal(off, 0.0)
-    np.fill_diagonal(a, np.maximum(np.diag(a), off.max(axis=1)))
+    k = a.shape[0]
+    if k < 2:
+        return a
+    diag = np.diag(a)
+    np.fill_diagonal(a, np.maximum(diag, (a.sum(axis=1) - diag) / (k - 1)))
     return a
 
 
@@ -261,7 +266,7 @@ class HierarchicalDawidSkene(DawidSkene):
         # a few warm-started fixed-point steps per M-step: each raises the Dirichlet-multinomial
         # likelihood (Minka's update maximises a lower bound), so EM and empirical Bayes climb
         # together (a generalised EM) instead of solving the inner problem to the end each time
-        self._alpha = diagonally_dominant(
+        self._alpha = diagonal_floor(
             fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER)
         )
         log_table = self._table_from_counts(counts, self._alpha + pseudo, backend)
