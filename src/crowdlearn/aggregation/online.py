@@ -266,8 +266,9 @@ class StepwiseEM(OnlineState):
         if loo:
             # leave-one-out second moments: row ``w*K + true``, column ``true``
             old_r = st["scale"] * st["rraw"][cells]
-            others = {key: st["scale"] * (st["sum_" + key] - st[key][cells].reshape(-1, k, k).sum(axis=0))
-                      for key in ("raw", "rraw")}
+            # the other workers' totals: the stored totals minus the batch workers' rows
+            others = {key: st["scale"] * st["sum_" + key] - rows_now.reshape(-1, k, k).sum(axis=0)
+                      for key, rows_now in (("raw", old), ("rraw", old_r))}
             # the first E-step scores with each worker's table as its last batch left it
             # (the population anchor has moved a little since; the rounds below refit it)
             log_table = st["table"][cells]
