@@ -147,6 +147,12 @@ class HierarchicalDawidSkene(DawidSkene):
     See the module docstring for the model; the population pseudo-counts ``alpha_`` are
     learned by empirical Bayes in every M-step, so there is no smoothing constant to choose.
 
+    When not to use it: on sparse crowds (one to three answers per task) with many spammers
+    or workers who always give one class.  There the empirical Bayes, fitted to expected
+    counts the pooled model itself produced, keeps raising the strength, and the fit drifts
+    toward a crowd that answers at random; ``ds`` or ``auto`` hold up (benchmarks/RESULTS.md,
+    section ``hds-sparse-crowds``).
+
     Parameters
     ----------
     max_iter, tol, backend, random_state, n_jobs :
