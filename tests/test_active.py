@@ -202,6 +202,34 @@ def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):
     assert "1 of them not yet answered by a listed worker" in out.err
 
 
+def test_cli_next_lists_read_the_columns_named_by_task_col_and_worker_col(tmp_path, capsys):
+    """--tasks and --workers files were read by the columns 'task' and 'worker' whatever
+    --task-col / --worker-col said (as aggregate's --tasks file is read by --task-col): a list
+    whose id column is named as the answers' must be read, one lacking it named in the error."""
+    src = tmp_path / "a.csv"
+    src.write_text("item,annotator,answer\nq1,u1,x\nq1,u2,y\nq2,u1,x\nq2,u2,x\nq3,u2,y\n")
+    (tmp_path / "t.csv").write_text("item\nq1\nq3\nq9\n")
+    (tmp_path / "w.csv").write_text("annotator\nu1\n")
+    cols = ["--task-col", "item", "--worker-col", "annotator", "--label-col", "answer"]
+    assert main(["next", str(src), "--budget", "5", "--tasks", str(tmp_path / "t.csv"),
+                 "--workers", str(tmp_path / "w.csv"), *cols]) == 0
+    out = capsys.readouterr()
+    got = pd.read_csv(io.StringIO(out.out), dtype=str)
+    assert sorted(got["task"]) == ["q3", "q9"] and set(got["worker"]) == {"u1"}, out
+    # a list without the named column: one line naming the file and the column it lacks
+    (tmp_path / "old.csv").write_text("task\nq1\n")
+    for flag in ("--tasks", "--workers"):
+        assert main(["next", str(src), "--budget", "2", flag, str(tmp_path / "old.csv"), *cols]) == 2
+        err = capsys.readouterr().err
+        want = "'item'" if flag == "--tasks" else "'annotator'"
+        assert err.count("\n") == 1 and "old.csv" in err and want in err and "missing column" in err, err
+    # an empty cell in a list is no task (it was suggested as one, scored with the prior)
+    (tmp_path / "gap.csv").write_text("item,note\nq1,a\n,b\n")
+    assert main(["next", str(src), "--budget", "2", "--tasks", str(tmp_path / "gap.csv"), *cols]) == 2
+    err = capsys.readouterr().err
+    assert "gap.csv: missing value in column 'item' at line 3" in err, err
+
+
 def test_activelab_scores_tasks_with_a_classifier_including_unanswered_ones():
     data = simulate.dawid_skene(300, 10, 3, labels_per_task=2, seed=0)
     p = np.full((data.n_tasks + 3, 3), 0.1)

@@ -815,6 +815,20 @@ def _cmd_preferences(args) -> int:
     return 0
 
 
+def _read_id_list(path, col: str, ids) -> list:
+    """The ids in column ``col`` of a list file (``next --tasks`` / ``--workers``), spelled as
+    the answers' ``ids`` (:func:`_ids_like`).  A file without the column, or with an empty
+    cell in it, is an error naming the file (and the line)."""
+    from .core.data import row_list
+    from .core.tables import read_table
+
+    values = read_table(path, columns=[col])[col]
+    empty = values.isna().to_numpy()
+    if empty.any():  # not a task nor a worker: it was suggested as one
+        raise UsageError(f"{path}: missing value in column {col!r} at {row_list(empty, _first_line(path))}")
+    return _ids_like(values, ids)
+
+
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
     from .core.data import CrowdLabels
@@ -830,12 +844,9 @@ def _cmd_next(args) -> int:
                       worker_strategy=args.worker_strategy if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
     loop.observe(answers)
-    tasks = None
-    if args.tasks:
-        tasks = _ids_like(read_table(args.tasks, columns=["task"])["task"], answers.tasks)
-    workers = None
-    if args.workers:
-        workers = _ids_like(read_table(args.workers, columns=["worker"])["worker"], answers.workers)
+    # the lists name tasks and workers by the answers' columns, as aggregate's --tasks does
+    tasks = _read_id_list(args.tasks, args.task_col, answers.tasks) if args.tasks else None
+    workers = _read_id_list(args.workers, args.worker_col, answers.workers) if args.workers else None
     pick = loop.suggest(args.budget, tasks=tasks, workers=workers)
     _write(pick, args.out)
     why = ""
@@ -1015,9 +1026,9 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--budget", type=int, required=True, help="how many (task, worker) pairs")
     nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig, kg or random")
     nx.add_argument("--method", default="ds", help="truth-inference method refit on the answers")
-    nx.add_argument("--tasks", help="file with a task column: the pool to choose from "
+    nx.add_argument("--tasks", help="file with the --task-col column: the pool to choose from "
                     "(default: the tasks answered so far; new tasks are scored with the class prior)")
-    nx.add_argument("--workers", help="file with a worker column: who can be asked now")
+    nx.add_argument("--workers", help="file with the --worker-col column: who can be asked now")
     nx.add_argument("--worker-strategy", default="eig",
                     help="eig (default; the worker whose answer tells most about the task; with "
                     "--strategy eig or kg, task and worker are chosen together), eig-thompson, greedy, ucb, "
