@@ -177,7 +177,26 @@ def test_cli_next(tmp_path, capsys):
     assert main(["next", str(src), "--budget", "5"]) == 0
     out_csv = capsys.readouterr().out
     assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
-    assert main(["next", str(src), "--budget", "0"]) == 2
+
+
+def test_budget_zero_is_an_empty_suggestion_in_python_and_on_the_command_line(tmp_path, capsys):
+    """suggest(0) returned an empty frame while `next --budget 0` was an error: both now give
+    no suggestion (the CLI a header-only table), and a negative budget is an error naming it."""
+    data = simulate.dawid_skene(60, 8, 3, labels_per_task=2, seed=0)
+    for worker_strategy, workers in ((None, None), ("greedy", data.workers[:3]), ("eig", data.workers[:3])):
+        pick = ActiveLoop(worker_strategy=worker_strategy).observe(data).suggest(0, workers=workers)
+        assert list(pick.columns) == ["task", "worker", "score"] and len(pick) == 0, worker_strategy
+    with pytest.raises(ValueError, match="got -1"):
+        ActiveLoop().observe(data).suggest(-1)
+    src = tmp_path / "answers.csv"
+    data.to_frame().to_csv(src, index=False)
+    assert main(["next", str(src), "--budget", "0"]) == 0
+    assert capsys.readouterr().out == "task,worker,score\n"
+    out = tmp_path / "next.csv"
+    assert main(["next", str(src), "--budget", "0", "--out", str(out)]) == 0
+    assert out.read_text() == "task,worker,score\n"
+    assert main(["next", str(src), "--budget", "-1"]) == 2
+    assert "crowdlearn: error: --budget must be >= 0, got -1" in capsys.readouterr().err
 
 
 def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):

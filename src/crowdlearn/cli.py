@@ -834,8 +834,8 @@ def _cmd_next(args) -> int:
     from .core.data import CrowdLabels
     from .core.tables import naming_file, read_table
 
-    if args.budget < 1:
-        raise ValueError(f"--budget must be >= 1, got {args.budget}")
+    if args.budget < 0:  # 0 is ActiveLoop.suggest(0): no suggestion, a header-only table
+        raise UsageError(f"--budget must be >= 0, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
     with naming_file(args.input):
         answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
@@ -1023,7 +1023,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes task,worker,score: the --budget tasks to label next, best first (distinct "
         "tasks; worker empty unless --workers lists who can be asked).")
     nx.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of the answers so far")
-    nx.add_argument("--budget", type=int, required=True, help="how many (task, worker) pairs")
+    nx.add_argument("--budget", type=int, required=True,
+                    help="how many (task, worker) pairs; 0 writes the header only")
     nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig, kg or random")
     nx.add_argument("--method", default="ds", help="truth-inference method refit on the answers")
     nx.add_argument("--tasks", help="file with the --task-col column: the pool to choose from "
