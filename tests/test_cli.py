@@ -513,3 +513,33 @@ def test_negative_seed_is_one_usage_error(capsys):
         main(["benchmark", "dog", "--seed", "-1"])
     assert exc.value.code == 2
     assert "--seed: must be an integer in [0, 2**32), got -1" in capsys.readouterr().err
+
+
+def test_surrounding_spaces_do_not_split_classes_ids_or_gold_on_any_path(tmp_path, capsys):
+    """A hand-edited CSV with "cat " beside "cat" and "t1 " beside "t1" gave extra classes and
+    tasks, and gold written "t1 " matched nothing: labels and ids are stripped on every path
+    (in-memory and streamed fits, gold, next's lists, the group report's task table)."""
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\nt1,w1,cat\nt1 ,w2,cat \nt2,w1, dog\nt2,w2 ,dog\nt3,w1,cat\t\n")
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,truth\nt1 ,cat\n t2, dog\nt3,cat\n")
+    code, out, err = run(["aggregate", str(src), "--method", "mv", "--gold", str(gold)], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["task", "label", "confidence", "p_cat", "p_dog"]
+    assert table["task"].tolist() == ["t1", "t2", "t3"] and table["label"].tolist() == ["cat", "dog", "cat"]
+    assert "accuracy on 3 gold tasks = 1.0000" in err and "note" not in err, err
+    pytest.importorskip("pyarrow")
+    code, out, err = run(["aggregate", str(src), "--method", "mv", "--engine", "stream"], capsys)
+    assert code == 0, err
+    streamed = pd.read_csv(io.StringIO(out)).sort_values("task")
+    assert list(streamed.columns) == list(table.columns) and streamed["task"].tolist() == ["t1", "t2", "t3"]
+    (tmp_path / "pool.csv").write_text("task\n t3\nt4\n")
+    code, out, err = run(["next", str(src), "--budget", "5", "--tasks", str(tmp_path / "pool.csv")], capsys)
+    assert code == 0 and sorted(pd.read_csv(io.StringIO(out))["task"]) == ["t3", "t4"], out + err
+    (tmp_path / "groups.csv").write_text("task,group\nt1 ,a\n t2,b\nt3,a\n")
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--group-col", "group",
+                        "--tasks", str(tmp_path / "groups.csv")], capsys)
+    assert code == 0, err
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--classes", "cat,dog"], capsys)
+    assert code == 0, err

@@ -141,6 +141,16 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _read_label_gold(path, cols):
+    """The gold of class labels (``task,truth``; the value column may also be named ``gold``,
+    ``label`` or as the answers' label column), its ids and classes stripped of surrounding
+    whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so that the
+    note on gold tasks without answers compares the same ids."""
+    from .core.data import strip_text
+
+    return strip_text(_read_gold(path, cols[0], ("truth", "gold", "label", cols[2])), index=True)
+
+
 def _ids_like(values, ids) -> list:
     """``values`` read from a text file (ids as text) as the ids ``ids`` of the answers: those
     read from Parquet or JSON Lines may be numbers, which no text id would match; each value
@@ -446,7 +456,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     classes = _classes(args)
     truth = None
     if args.gold:
-        truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
+        truth = _read_label_gold(args.gold, cols)
     if args.format:  # a platform's export (crowdlearn.io); its own gold counts too
         from .io import read_export
 
@@ -522,6 +532,7 @@ def _read_groups(args, data, task_col: str):
     against the answers before the fit: (where the groups were read, groups, positive)."""
     import pandas as pd
 
+    from .core.data import strip_text
     from .core.tables import check_writable, read_table
     from .fairness import task_groups
 
@@ -530,7 +541,8 @@ def _read_groups(args, data, task_col: str):
     src = args.tasks or args.input
     table = read_table(src, columns=[task_col, args.group_col])
     # a frame of its own: the group column may be the task column itself (a group per task)
-    table = pd.DataFrame({"task": table[task_col].to_numpy(), "group": table[args.group_col].to_numpy()})
+    table = pd.DataFrame({"task": strip_text(table[task_col]).to_numpy(),  # ids as the answers'
+                          "group": table[args.group_col].to_numpy()})
     table = table.drop_duplicates()
     positive = data.classes[-1]
     if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
@@ -819,10 +831,10 @@ def _read_id_list(path, col: str, ids) -> list:
     """The ids in column ``col`` of a list file (``next --tasks`` / ``--workers``), spelled as
     the answers' ``ids`` (:func:`_ids_like`).  A file without the column, or with an empty
     cell in it, is an error naming the file (and the line)."""
-    from .core.data import row_list
+    from .core.data import row_list, strip_text
     from .core.tables import read_table
 
-    values = read_table(path, columns=[col])[col]
+    values = strip_text(read_table(path, columns=[col])[col])  # as the answers' ids are
     empty = values.isna().to_numpy()
     if empty.any():  # not a task nor a worker: it was suggested as one
         raise UsageError(f"{path}: missing value in column {col!r} at {row_list(empty, _first_line(path))}")
@@ -870,7 +882,7 @@ def _cmd_report(args) -> int:
     check_writable(args.out, table=False)  # now, not after the fits
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
-    truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
+    truth = _read_label_gold(args.gold, cols) if args.gold else None
     data = _table_with_gold(args, lambda gold: CrowdLabels.from_frame(
         frame, *cols, truth=gold, first_line=_first_line(args.input)), truth, frame[cols[0]])
     names = args.method or ["ds"]
