@@ -543,3 +543,42 @@ def test_surrounding_spaces_do_not_split_classes_ids_or_gold_on_any_path(tmp_pat
     assert code == 0, err
     code, _, err = run(["aggregate", str(src), "--method", "mv", "--classes", "cat,dog"], capsys)
     assert code == 0, err
+
+
+def _benchmark_metric(out: str, method: str, metric: str) -> float:
+    """The ``metric`` column of ``method``'s row in the table ``benchmark`` prints."""
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = lines[0]
+    row = next(cells for cells in lines[1:] if cells[1] == method)
+    return float(row[header.index(metric)])
+
+
+@pytest.mark.parametrize("kind, method, metric", [("pairwise", "bt", "kendall_tau"),
+                                                  ("similarity", "symnmf", "ari")])
+def test_simulate_then_benchmark_round_trip(kind, method, metric, tmp_path, capsys):
+    """`benchmark` could not read what `simulate` writes: the gold was refused (header
+    `item`, the dataset reader wanted `task`), and pairwise gold is scores (higher = better)
+    where a dataset folder's `truth` is a group or rank (1 = best), so once read it came out
+    reversed.  Both ways of simulating a dataset folder now benchmark as planted: the answer
+    and gold files named by --out and --truth-out, and --out naming a folder."""
+    flags = ["simulate", "--kind", kind, "--tasks", "60", "--workers", "20", "--classes", "3",
+             "--labels-per-task", "20" if kind == "pairwise" else "40"]
+    files = tmp_path / "files"
+    files.mkdir()
+    answers = files / ("pairs.csv" if kind == "pairwise" else "similarity.csv")
+    code, _, err = run([*flags, "--out", str(answers), "--truth-out", str(files / "truth.csv")], capsys)
+    assert code == 0, err
+    code, out, err = run(["benchmark", str(files), "--kind", kind, "--methods", method], capsys)
+    assert code == 0, err
+    assert _benchmark_metric(out, method, metric) > 0.5, out
+    # --out DIR/ writes the folder (answers, truth.csv, SOURCE.md with its kind)
+    code, _, err = run([*flags, "--out", str(tmp_path / "sim") + "/"], capsys)
+    assert code == 0, err
+    code, out, err = run(["benchmark", str(tmp_path / "sim"), "--methods", method], capsys)
+    assert code == 0, err
+    assert _benchmark_metric(out, method, metric) > 0.5, out
+    if kind == "pairwise":  # scores under the old header: refused, not read as ranks (reversed)
+        gold = pd.read_csv(files / "truth.csv").rename(columns={"score": "truth"})
+        gold.to_csv(files / "truth.csv", index=False)
+        code, _, err = run(["benchmark", str(files), "--kind", kind, "--methods", method], capsys)
+        assert code == 2 and "'item,truth' could be scores or ranks" in err, err
