@@ -177,7 +177,26 @@ def test_cli_next(tmp_path, capsys):
     assert main(["next", str(src), "--budget", "5"]) == 0
     out_csv = capsys.readouterr().out
     assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
-    assert main(["next", str(src), "--budget", "0"]) == 2
+
+
+def test_budget_zero_is_an_empty_suggestion_in_python_and_on_the_command_line(tmp_path, capsys):
+    """suggest(0) returned an empty frame while `next --budget 0` was an error: both now give
+    no suggestion (the CLI a header-only table), and a negative budget is an error naming it."""
+    data = simulate.dawid_skene(60, 8, 3, labels_per_task=2, seed=0)
+    for worker_strategy, workers in ((None, None), ("greedy", data.workers[:3]), ("eig", data.workers[:3])):
+        pick = ActiveLoop(worker_strategy=worker_strategy).observe(data).suggest(0, workers=workers)
+        assert list(pick.columns) == ["task", "worker", "score"] and len(pick) == 0, worker_strategy
+    with pytest.raises(ValueError, match="got -1"):
+        ActiveLoop().observe(data).suggest(-1)
+    src = tmp_path / "answers.csv"
+    data.to_frame().to_csv(src, index=False)
+    assert main(["next", str(src), "--budget", "0"]) == 0
+    assert capsys.readouterr().out == "task,worker,score\n"
+    out = tmp_path / "next.csv"
+    assert main(["next", str(src), "--budget", "0", "--out", str(out)]) == 0
+    assert out.read_text() == "task,worker,score\n"
+    assert main(["next", str(src), "--budget", "-1"]) == 2
+    assert "crowdlearn: error: --budget must be >= 0, got -1" in capsys.readouterr().err
 
 
 def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):
@@ -200,6 +219,34 @@ def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):
     got = pd.read_csv(io.StringIO(out.out))
     assert got["task"].tolist() == [3] and got["worker"].tolist() == [10], out.out
     assert "1 of them not yet answered by a listed worker" in out.err
+
+
+def test_cli_next_lists_read_the_columns_named_by_task_col_and_worker_col(tmp_path, capsys):
+    """--tasks and --workers files were read by the columns 'task' and 'worker' whatever
+    --task-col / --worker-col said (as aggregate's --tasks file is read by --task-col): a list
+    whose id column is named as the answers' must be read, one lacking it named in the error."""
+    src = tmp_path / "a.csv"
+    src.write_text("item,annotator,answer\nq1,u1,x\nq1,u2,y\nq2,u1,x\nq2,u2,x\nq3,u2,y\n")
+    (tmp_path / "t.csv").write_text("item\nq1\nq3\nq9\n")
+    (tmp_path / "w.csv").write_text("annotator\nu1\n")
+    cols = ["--task-col", "item", "--worker-col", "annotator", "--label-col", "answer"]
+    assert main(["next", str(src), "--budget", "5", "--tasks", str(tmp_path / "t.csv"),
+                 "--workers", str(tmp_path / "w.csv"), *cols]) == 0
+    out = capsys.readouterr()
+    got = pd.read_csv(io.StringIO(out.out), dtype=str)
+    assert sorted(got["task"]) == ["q3", "q9"] and set(got["worker"]) == {"u1"}, out
+    # a list without the named column: one line naming the file and the column it lacks
+    (tmp_path / "old.csv").write_text("task\nq1\n")
+    for flag in ("--tasks", "--workers"):
+        assert main(["next", str(src), "--budget", "2", flag, str(tmp_path / "old.csv"), *cols]) == 2
+        err = capsys.readouterr().err
+        want = "'item'" if flag == "--tasks" else "'annotator'"
+        assert err.count("\n") == 1 and "old.csv" in err and want in err and "missing column" in err, err
+    # an empty cell in a list is no task (it was suggested as one, scored with the prior)
+    (tmp_path / "gap.csv").write_text("item,note\nq1,a\n,b\n")
+    assert main(["next", str(src), "--budget", "2", "--tasks", str(tmp_path / "gap.csv"), *cols]) == 2
+    err = capsys.readouterr().err
+    assert "gap.csv: missing value in column 'item' at line 3" in err, err
 
 
 def test_activelab_scores_tasks_with_a_classifier_including_unanswered_ones():

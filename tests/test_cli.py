@@ -513,3 +513,72 @@ def test_negative_seed_is_one_usage_error(capsys):
         main(["benchmark", "dog", "--seed", "-1"])
     assert exc.value.code == 2
     assert "--seed: must be an integer in [0, 2**32), got -1" in capsys.readouterr().err
+
+
+def test_surrounding_spaces_do_not_split_classes_ids_or_gold_on_any_path(tmp_path, capsys):
+    """A hand-edited CSV with "cat " beside "cat" and "t1 " beside "t1" gave extra classes and
+    tasks, and gold written "t1 " matched nothing: labels and ids are stripped on every path
+    (in-memory and streamed fits, gold, next's lists, the group report's task table)."""
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\nt1,w1,cat\nt1 ,w2,cat \nt2,w1, dog\nt2,w2 ,dog\nt3,w1,cat\t\n")
+    gold = tmp_path / "gold.csv"
+    gold.write_text("task,truth\nt1 ,cat\n t2, dog\nt3,cat\n")
+    code, out, err = run(["aggregate", str(src), "--method", "mv", "--gold", str(gold)], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["task", "label", "confidence", "p_cat", "p_dog"]
+    assert table["task"].tolist() == ["t1", "t2", "t3"] and table["label"].tolist() == ["cat", "dog", "cat"]
+    assert "accuracy on 3 gold tasks = 1.0000" in err and "note" not in err, err
+    pytest.importorskip("pyarrow")
+    code, out, err = run(["aggregate", str(src), "--method", "mv", "--engine", "stream"], capsys)
+    assert code == 0, err
+    streamed = pd.read_csv(io.StringIO(out)).sort_values("task")
+    assert list(streamed.columns) == list(table.columns) and streamed["task"].tolist() == ["t1", "t2", "t3"]
+    (tmp_path / "pool.csv").write_text("task\n t3\nt4\n")
+    code, out, err = run(["next", str(src), "--budget", "5", "--tasks", str(tmp_path / "pool.csv")], capsys)
+    assert code == 0 and sorted(pd.read_csv(io.StringIO(out))["task"]) == ["t3", "t4"], out + err
+    (tmp_path / "groups.csv").write_text("task,group\nt1 ,a\n t2,b\nt3,a\n")
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--group-col", "group",
+                        "--tasks", str(tmp_path / "groups.csv")], capsys)
+    assert code == 0, err
+    code, _, err = run(["aggregate", str(src), "--method", "mv", "--classes", "cat,dog"], capsys)
+    assert code == 0, err
+
+
+def _benchmark_metric(out: str, method: str, metric: str) -> float:
+    """The ``metric`` column of ``method``'s row in the table ``benchmark`` prints."""
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    header = lines[0]
+    row = next(cells for cells in lines[1:] if cells[1] == method)
+    return float(row[header.index(metric)])
+
+
+@pytest.mark.parametrize("kind, method, metric", [("pairwise", "bt", "kendall_tau"),
+                                                  ("similarity", "symnmf", "ari")])
+def test_simulate_then_benchmark_round_trip(kind, method, metric, tmp_path, capsys):
+    """`benchmark` could not read what `simulate` writes: the gold was refused (header
+    `item`, the dataset reader wanted `task`), and pairwise gold is scores (higher = better)
+    where a dataset folder's `truth` is a group or rank (1 = best), so once read it came out
+    reversed.  Both ways of simulating a dataset folder now benchmark as planted: the answer
+    and gold files named by --out and --truth-out, and --out naming a folder."""
+    flags = ["simulate", "--kind", kind, "--tasks", "60", "--workers", "20", "--classes", "3",
+             "--labels-per-task", "20" if kind == "pairwise" else "40"]
+    files = tmp_path / "files"
+    files.mkdir()
+    answers = files / ("pairs.csv" if kind == "pairwise" else "similarity.csv")
+    code, _, err = run([*flags, "--out", str(answers), "--truth-out", str(files / "truth.csv")], capsys)
+    assert code == 0, err
+    code, out, err = run(["benchmark", str(files), "--kind", kind, "--methods", method], capsys)
+    assert code == 0, err
+    assert _benchmark_metric(out, method, metric) > 0.5, out
+    # --out DIR/ writes the folder (answers, truth.csv, SOURCE.md with its kind)
+    code, _, err = run([*flags, "--out", str(tmp_path / "sim") + "/"], capsys)
+    assert code == 0, err
+    code, out, err = run(["benchmark", str(tmp_path / "sim"), "--methods", method], capsys)
+    assert code == 0, err
+    assert _benchmark_metric(out, method, metric) > 0.5, out
+    if kind == "pairwise":  # scores under the old header: refused, not read as ranks (reversed)
+        gold = pd.read_csv(files / "truth.csv").rename(columns={"score": "truth"})
+        gold.to_csv(files / "truth.csv", index=False)
+        code, _, err = run(["benchmark", str(files), "--kind", kind, "--methods", method], capsys)
+        assert code == 2 and "'item,truth' could be scores or ranks" in err, err

@@ -145,3 +145,36 @@ def test_simulator_tuple_passed_to_fit_is_one_clear_error():
     with pytest.raises(TypeError, match="pass the answers alone"):
         DawidSkene().fit(pair)
     DawidSkene().fit(pair[0])
+
+
+def test_text_ids_and_labels_lose_surrounding_whitespace_and_gold_still_matches(tmp_path):
+    """"cat" and "cat " (a hand-edited CSV) were two classes, " t1" and "t1" two tasks: text
+    labels and ids are now stripped of surrounding whitespace on every path (frames, files,
+    given classes, gold, features, all_tasks), a blank one is a missing value, and numbers
+    are untouched."""
+    df = pd.DataFrame({"task": ["t1", " t1", "t2 ", "t2", "t3"],
+                       "worker": ["w1", "w2 ", "w1", "\tw2", "w1"],
+                       "label": ["cat", "cat ", " dog", "dog", "cat\t"]})
+    d = CrowdLabels.from_frame(df, truth={" t1 ": "cat ", "t2": " dog"})
+    assert list(d.classes) == ["cat", "dog"] and list(d.tasks) == ["t1", "t2", "t3"]
+    assert list(d.workers) == ["w1", "w2"]
+    assert d.truth_series().to_dict() == {"t1": "cat", "t2": "dog"}
+    assert df["label"].tolist()[1] == "cat "  # the caller's frame is not modified
+    # given classes, gold attached later, features and tasks without answers: the same ids
+    d = CrowdLabels.from_frame(df, classes=["dog ", "cat"], all_tasks=["t4 "],
+                               features=pd.DataFrame({"f": [1.0, 2, 3, 4]}, index=["t1", " t2", "t3", "t4"]))
+    assert list(d.classes) == ["dog", "cat"] and list(d.tasks) == ["t1", "t2", "t3", "t4"]
+    assert d.features[:, 0].tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert d.with_truth(pd.Series({" t3": "cat "})).truth_series().to_dict() == {"t3": "cat"}
+    # a file, and the same file through pandas, give the same table
+    src = tmp_path / "a.csv"
+    df.to_csv(src, index=False)
+    for read in (CrowdLabels.from_csv(src), CrowdLabels.from_frame(pd.read_csv(src))):
+        assert list(read.classes) == ["cat", "dog"] and read.n_tasks == 3 and read.n_workers == 2
+    # a label of blanks is a missing value, as an empty cell is
+    with pytest.raises(ValueError, match="missing value in column 'label' at row position 1"):
+        CrowdLabels.from_frame(pd.DataFrame({"task": [1, 2], "worker": [1, 1], "label": ["a", "  "]}))
+    # numbers and ids of other types are untouched; mixed-type columns keep their non-text values
+    d = CrowdLabels.from_frame(pd.DataFrame({"task": [1, 2, 3], "worker": [7, " x", "x"],
+                                             "label": [1.0, 2.0, 1.0]}))
+    assert list(d.classes) == [1, 2] and list(d.tasks) == [1, 2, 3] and set(d.workers) == {7, "x"}

@@ -141,6 +141,16 @@ def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
     return gdf.set_index(tcol)[vcol]
 
 
+def _read_label_gold(path, cols):
+    """The gold of class labels (``task,truth``; the value column may also be named ``gold``,
+    ``label`` or as the answers' label column), its ids and classes stripped of surrounding
+    whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so that the
+    note on gold tasks without answers compares the same ids."""
+    from .core.data import strip_text
+
+    return strip_text(_read_gold(path, cols[0], ("truth", "gold", "label", cols[2])), index=True)
+
+
 def _ids_like(values, ids) -> list:
     """``values`` read from a text file (ids as text) as the ids ``ids`` of the answers: those
     read from Parquet or JSON Lines may be numbers, which no text id would match; each value
@@ -446,7 +456,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     classes = _classes(args)
     truth = None
     if args.gold:
-        truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2]))
+        truth = _read_label_gold(args.gold, cols)
     if args.format:  # a platform's export (crowdlearn.io); its own gold counts too
         from .io import read_export
 
@@ -522,6 +532,7 @@ def _read_groups(args, data, task_col: str):
     against the answers before the fit: (where the groups were read, groups, positive)."""
     import pandas as pd
 
+    from .core.data import strip_text
     from .core.tables import check_writable, read_table
     from .fairness import task_groups
 
@@ -530,7 +541,8 @@ def _read_groups(args, data, task_col: str):
     src = args.tasks or args.input
     table = read_table(src, columns=[task_col, args.group_col])
     # a frame of its own: the group column may be the task column itself (a group per task)
-    table = pd.DataFrame({"task": table[task_col].to_numpy(), "group": table[args.group_col].to_numpy()})
+    table = pd.DataFrame({"task": strip_text(table[task_col]).to_numpy(),  # ids as the answers'
+                          "group": table[args.group_col].to_numpy()})
     table = table.drop_duplicates()
     positive = data.classes[-1]
     if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
@@ -768,20 +780,79 @@ def _simulated(args):
     return data, data.truth_series()
 
 
+#: the answers file of a dataset folder, by kind (:func:`crowdlearn.core.io.folder_kind` tells
+#: comparisons and similarity answers by it); labels.csv for the others
+_FOLDER_ANSWERS = {"pairwise": "pairs.csv", "similarity": "similarity.csv"}
+
+
+def _gold_table(kind: str, truth):
+    """The planted truth as the table ``simulate`` writes: ``task,truth``; ``item,truth`` for
+    similarity clusters; ``item,score`` for comparisons, whose planted truth is a score
+    (higher = better), not the group or rank (1 = best) a dataset folder's ``truth`` column
+    holds, so that ``benchmark`` and ``aggregate --gold`` read it the right way round."""
+    import pandas as pd
+
+    unit = "item" if kind in ("pairwise", "similarity") else "task"
+    values = truth.map(lambda v: "|".join(map(str, v)) if isinstance(v, (tuple, frozenset, set, list)) else v)
+    return pd.DataFrame({unit: [_unit_id(i) for i in truth.index],
+                         "score" if kind == "pairwise" else "truth": values.to_numpy()})
+
+
 def _cmd_simulate(args) -> int:
+    """A synthetic crowd: the answers to ``--out`` (a file, or a folder in the dataset format
+    that ``benchmark`` reads: answers, ``truth.csv`` and a ``SOURCE.md`` naming the kind) and
+    the planted truth to ``--truth-out``."""
     from .core.io import write_table
+    from .core.tables import check_writable
 
+    kind = args.kind or "classification"
+    out = Path(args.out)
+    folder = out.is_dir() or args.out.endswith(("/", os.sep))
+    answers = out / _FOLDER_ANSWERS.get(kind, "labels.csv") if folder else out
+    if folder and not out.is_dir() and not out.parent.is_dir():
+        raise UsageError(f"--out {args.out}: the folder {out.parent} does not exist")
+    for path in ([] if folder else [answers]) + ([args.truth_out] if args.truth_out else []):
+        check_writable(path)  # now, not after the simulation
     data, truth = _simulated(args)
-    write_table(data.to_frame(), args.out)
-    if args.truth_out and truth is not None:
-        import pandas as pd
-
-        unit = "item" if args.kind in ("pairwise", "similarity") else "task"
-        values = truth.map(lambda v: "|".join(map(str, v)) if isinstance(v, (tuple, frozenset, set, list)) else v)
-        write_table(pd.DataFrame({unit: [_unit_id(i) for i in truth.index], "truth": values.to_numpy()}),
-                    args.truth_out)
-    print(f"wrote {len(data)} answers to {args.out}", file=sys.stderr)
+    gold = _gold_table(kind, truth) if truth is not None else None
+    if folder:
+        out.mkdir(exist_ok=True)
+    write_table(data.to_frame(), answers)
+    wrote = [answers.name if folder else str(answers)]
+    if folder:
+        if gold is not None:
+            write_table(gold, out / "truth.csv")
+            wrote.append("truth.csv")
+        (out / "SOURCE.md").write_text(_simulated_source(args, kind, data, answers.name, gold), encoding="utf-8")
+        wrote.append("SOURCE.md")
+    if args.truth_out and gold is not None:
+        write_table(gold, args.truth_out)
+        wrote.append(str(args.truth_out))
+    where = f" in {out}" if folder else ""
+    print(f"wrote {len(data)} answers: {', '.join(wrote)}{where}", file=sys.stderr)
     return 0
+
+
+def _simulated_source(args, kind: str, data, answers: str, gold) -> str:
+    """The SOURCE.md of a simulated dataset folder: how it was made, and the ``- kind:`` and
+    count lines that :func:`crowdlearn.datasets.describe` and ``folder_kind`` read."""
+    from . import __version__
+
+    units = getattr(data, "n_tasks", None)
+    unit_line = (f"- tasks with at least one answer: {units}" if units is not None
+                 else f"- items: {data.n_items}")
+    what = "comparisons" if kind == "pairwise" else "crowd answers"
+    command = (f"crowdlearn simulate --kind {kind} --tasks {args.tasks} --workers {args.workers} "
+               f"--classes {args.classes} --labels-per-task {args.labels_per_task} --spammers {args.spammers} "
+               f"--adversaries {args.adversaries} --seed {args.seed}")
+    lines = [f"# {Path(args.out).name or 'simulated'}: simulated {kind} crowd with planted truth", "",
+             f"Written by crowdlearn {__version__}: `{command}`.", "", "## Counts", "",
+             f"- kind: {kind}", f"- {what} (rows of {answers}): {len(data)}", unit_line,
+             f"- workers: {data.n_workers}"]
+    if gold is not None:
+        lines.append(f"- rows of truth.csv: {len(gold)}"
+                     + (" (planted scores, higher = better)" if kind == "pairwise" else ""))
+    return "\n".join(lines) + "\n"
 
 
 def _unit_id(index_value):
@@ -815,13 +886,27 @@ def _cmd_preferences(args) -> int:
     return 0
 
 
+def _read_id_list(path, col: str, ids) -> list:
+    """The ids in column ``col`` of a list file (``next --tasks`` / ``--workers``), spelled as
+    the answers' ``ids`` (:func:`_ids_like`).  A file without the column, or with an empty
+    cell in it, is an error naming the file (and the line)."""
+    from .core.data import row_list, strip_text
+    from .core.tables import read_table
+
+    values = strip_text(read_table(path, columns=[col])[col])  # as the answers' ids are
+    empty = values.isna().to_numpy()
+    if empty.any():  # not a task nor a worker: it was suggested as one
+        raise UsageError(f"{path}: missing value in column {col!r} at {row_list(empty, _first_line(path))}")
+    return _ids_like(values, ids)
+
+
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
     from .core.data import CrowdLabels
     from .core.tables import naming_file, read_table
 
-    if args.budget < 1:
-        raise ValueError(f"--budget must be >= 1, got {args.budget}")
+    if args.budget < 0:  # 0 is ActiveLoop.suggest(0): no suggestion, a header-only table
+        raise UsageError(f"--budget must be >= 0, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
     with naming_file(args.input):
         answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
@@ -830,12 +915,9 @@ def _cmd_next(args) -> int:
                       worker_strategy=args.worker_strategy if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
     loop.observe(answers)
-    tasks = None
-    if args.tasks:
-        tasks = _ids_like(read_table(args.tasks, columns=["task"])["task"], answers.tasks)
-    workers = None
-    if args.workers:
-        workers = _ids_like(read_table(args.workers, columns=["worker"])["worker"], answers.workers)
+    # the lists name tasks and workers by the answers' columns, as aggregate's --tasks does
+    tasks = _read_id_list(args.tasks, args.task_col, answers.tasks) if args.tasks else None
+    workers = _read_id_list(args.workers, args.worker_col, answers.workers) if args.workers else None
     pick = loop.suggest(args.budget, tasks=tasks, workers=workers)
     _write(pick, args.out)
     why = ""
@@ -859,7 +941,7 @@ def _cmd_report(args) -> int:
     check_writable(args.out, table=False)  # now, not after the fits
     cols = [args.task_col, args.worker_col, args.label_col]
     frame = read_table(args.input, columns=cols)
-    truth = _read_gold(args.gold, cols[0], ("truth", "gold", "label", cols[2])) if args.gold else None
+    truth = _read_label_gold(args.gold, cols) if args.gold else None
     data = _table_with_gold(args, lambda gold: CrowdLabels.from_frame(
         frame, *cols, truth=gold, first_line=_first_line(args.input)), truth, frame[cols[0]])
     names = args.method or ["ds"]
@@ -1003,8 +1085,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--spammers", type=float, default=0.0, help="fraction of uniform spammers")
     s.add_argument("--adversaries", type=float, default=0.0, help="fraction of adversaries")
     s.add_argument("--seed", type=_seed, default=0)
-    s.add_argument("--out", required=True)
-    s.add_argument("--truth-out", help="also write task,truth here")
+    s.add_argument("--out", required=True,
+                   help="answers file (.csv/.tsv/.parquet/.jsonl), or a folder (existing, or "
+                   "ending in /) to write as a dataset that 'benchmark' reads: labels.csv "
+                   "(pairs.csv, similarity.csv), truth.csv and SOURCE.md")
+    s.add_argument("--truth-out", help="also write the planted truth here: task,truth "
+                   "(similarity item,truth; pairwise item,score, higher = better)")
     s.set_defaults(func=_cmd_simulate)
 
     nx = sub.add_parser(
@@ -1012,12 +1098,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Writes task,worker,score: the --budget tasks to label next, best first (distinct "
         "tasks; worker empty unless --workers lists who can be asked).")
     nx.add_argument("input", help="CSV/TSV/Parquet/JSON Lines file of the answers so far")
-    nx.add_argument("--budget", type=int, required=True, help="how many (task, worker) pairs")
+    nx.add_argument("--budget", type=int, required=True,
+                    help="how many (task, worker) pairs; 0 writes the header only")
     nx.add_argument("--strategy", default="entropy", help="entropy (default), margin, eig, kg or random")
     nx.add_argument("--method", default="ds", help="truth-inference method refit on the answers")
-    nx.add_argument("--tasks", help="file with a task column: the pool to choose from "
+    nx.add_argument("--tasks", help="file with the --task-col column: the pool to choose from "
                     "(default: the tasks answered so far; new tasks are scored with the class prior)")
-    nx.add_argument("--workers", help="file with a worker column: who can be asked now")
+    nx.add_argument("--workers", help="file with the --worker-col column: who can be asked now")
     nx.add_argument("--worker-strategy", default="eig",
                     help="eig (default; the worker whose answer tells most about the task; with "
                     "--strategy eig or kg, task and worker are chosen together), eig-thompson, greedy, ucb, "

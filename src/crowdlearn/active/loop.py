@@ -118,7 +118,9 @@ class ActiveLoop:
         Parameters
         ----------
         k : int
-            How many (task, worker) pairs.
+            How many (task, worker) pairs, >= 0 (``ValueError`` otherwise, naming the value);
+            0 gives an empty frame with the same columns, as ``crowdlearn next --budget 0``
+            writes a header-only table.
         tasks : iterable, optional
             The candidate tasks (default: every task observed).  Tasks without answers yet
             are scored with the class prior.

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "factorize_ids", "row_list"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "factorize_ids", "row_list", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -74,6 +74,69 @@ def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray
                     "one type"
                 )
     return codes, pd.Index(uniques, name=what)
+
+
+def _needs_strip(values: np.ndarray) -> bool:
+    """Whether an object array holds text with surrounding whitespace, or empty text."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        pa = None
+    if pa is not None:
+        try:  # all text (or missing): pyarrow looks in compiled code
+            arr = pa.array(values, type=pa.string(), from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            arr = None  # values of other types too (ids 3 and "a"): one look at each below
+        if arr is not None:
+            spaced = pc.or_(pc.not_equal(arr, pc.utf8_trim_whitespace(arr)), pc.equal(arr, ""))
+            return bool(pc.any(spaced).as_py())
+    return any(isinstance(v, str) and (not v or v[0].isspace() or v[-1].isspace()) for v in values)
+
+
+def strip_text(values: pd.Series | pd.Index, index: bool = False) -> pd.Series | pd.Index:
+    """``values`` with leading and trailing whitespace removed from its text values.
+
+    How every table of class labels reads ids and labels (:meth:`CrowdLabels.from_frame`, so
+    every file, frame and gold): ``"cat "`` from a hand-edited file is the class ``"cat"``
+    and ``" t1"`` the task ``"t1"``.  Text that is empty once stripped (a cell of blanks)
+    becomes a missing value, as an empty cell of a file is.  Numbers and other non-text
+    values are untouched, and so is the text inside a value.
+
+    Parameters
+    ----------
+    values : Series or Index
+    index : bool, default False
+        For a Series: strip its index (the ids of a gold Series) as well.
+
+    Returns
+    -------
+    Series or Index
+        ``values`` itself when nothing changes (one pass in compiled code for a text column).
+    """
+    if isinstance(values, pd.Index):
+        if isinstance(values, pd.MultiIndex):  # tuple ids: not text
+            return values
+        series = pd.Series(values, copy=False)
+        out = strip_text(series)
+        return values if out is series else pd.Index(out, name=values.name)
+    out = values
+    if index:
+        stripped_index = strip_text(values.index)
+        if stripped_index is not values.index:
+            out = out.set_axis(stripped_index)
+    if isinstance(values.dtype, pd.StringDtype):  # pandas' text columns: vectorised
+        stripped = values.str.strip()
+        stripped = stripped.mask((stripped == "").fillna(False).to_numpy(dtype=bool))
+        if not stripped.equals(values):
+            out = pd.Series(stripped.array, index=out.index, name=values.name)
+    elif values.dtype == object and _needs_strip(values.to_numpy()):
+        def strip(v):
+            return (v.strip() or np.nan) if isinstance(v, str) else v
+
+        out = pd.Series([strip(v) for v in values.to_numpy()], index=out.index, name=values.name,
+                        dtype=object)
+    return out
 
 
 def row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
@@ -245,6 +308,12 @@ class CrowdLabels:
     through the CLI, ``from_csv`` or ``pandas.read_csv`` + :meth:`from_frame`; only the class
     names' type differs (text from files, numbers from a numeric column).  Labels that are
     not all numbers, or distinct numbers, are untouched.
+
+    Text ids and labels are stripped of leading and trailing whitespace (:func:`strip_text`):
+    ``"cat"`` and ``"cat "`` of a hand-edited file are one class, ``" t1"`` and ``"t1"`` one
+    task, on every path (files, frames, given ``classes``, gold, feature rows), so gold still
+    matches; a value of blanks only is a missing value.  Numbers and the text inside a value
+    are untouched.
 
     Error messages locate rows by position in a frame (0-based, as ``df.iloc``: "row
     position 3"), and by file line for files (header = line 1: "line 5").
@@ -474,7 +543,8 @@ class CrowdLabels:
         df : DataFrame
             One row per crowd answer.
         task, worker, label : str
-            Column names.  Ids may be any hashable values (str, int, tuples, unicode...).
+            Column names.  Ids may be any hashable values (str, int, tuples, unicode...);
+            text ids and labels lose surrounding whitespace (see the class notes).
         classes : iterable, optional
             The full class set, in the order used for ``probas_`` columns.  Answers outside
             it raise ``ValueError``.  Default: sorted union of answers and truth values.
@@ -516,6 +586,13 @@ class CrowdLabels:
             )
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
+        # "cat " (a hand-edited file) is the class "cat", " t1" the task "t1"; a blank is missing
+        stripped = {col: strip_text(df[col]) for col in (task, worker, label)}
+        stripped = {col: values for col, values in stripped.items() if values is not df[col]}
+        if stripped:
+            df = df.copy(deep=False)  # the caller's frame stays as it was
+            for col, values in stripped.items():
+                df[col] = values
         for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():
@@ -540,13 +617,14 @@ class CrowdLabels:
         truth_s = None
         if truth is not None:
             truth_s = pd.Series(truth) if not isinstance(truth, pd.Series) else truth
+            truth_s = strip_text(truth_s, index=True)  # ids and classes as the answers'
             if truth_s.isna().any():  # (a boolean mask on a large string index is slow)
                 truth_s = truth_s[truth_s.notna().to_numpy()]
             truth_s = _normalise_label_values(truth_s)
 
         # classes: user-given order, else sorted union of observed answers and gold values
         if classes is not None:
-            class_index = pd.Index(list(classes), name="class")
+            class_index = strip_text(pd.Index(list(classes), name="class"))
             if class_index.has_duplicates:
                 raise ValueError("classes contains duplicates")
             label_codes = class_index.get_indexer(labels_col)
@@ -578,7 +656,7 @@ class CrowdLabels:
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
         if all_tasks is not None:
-            tasks_pool = pd.concat([pd.Series(list(all_tasks)), df[task]], ignore_index=True)
+            tasks_pool = pd.concat([strip_text(pd.Series(list(all_tasks))), df[task]], ignore_index=True)
             _, task_index = factorize_ids(tasks_pool.drop_duplicates(), "task")
             task_codes = task_index.get_indexer(df[task])
         else:
@@ -603,6 +681,7 @@ class CrowdLabels:
         feats = None
         if features is not None:
             if isinstance(features, pd.DataFrame):
+                features = features.set_axis(strip_text(features.index))  # task ids as the answers'
                 missing_rows = task_index.difference(features.index)
                 if len(missing_rows):
                     raise ValueError(
@@ -772,7 +851,7 @@ class CrowdLabels:
     def with_features(self, features: np.ndarray | pd.DataFrame | None) -> "CrowdLabels":
         """A copy sharing the answers, with item features attached."""
         if isinstance(features, pd.DataFrame):
-            features = features.loc[self.tasks].to_numpy()
+            features = features.set_axis(strip_text(features.index)).loc[self.tasks].to_numpy()
         return CrowdLabels(
             self.task, self.worker, self.label, self.tasks, self.workers, self.classes,
             truth=self.truth, features=features,
@@ -781,7 +860,7 @@ class CrowdLabels:
     def encode_gold(self, gold: Mapping[Hashable, Hashable] | pd.Series) -> np.ndarray:
         """Gold labels (task id -> class) as int32 codes per task, -1 where unknown."""
         gold_s = gold if isinstance(gold, pd.Series) else pd.Series(gold)
-        gold_s = _normalise_label_values(gold_s.dropna())
+        gold_s = _normalise_label_values(strip_text(gold_s, index=True).dropna())
         codes = np.full(self.n_tasks, -1, dtype=np.int32)
         gold_s = _gold_as_classes(gold_s, self.classes)
         pos = self.tasks.get_indexer(gold_s.index)

@@ -141,8 +141,9 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
     folder's SOURCE.md, else its files).  Class labels (and ordinal ones) give ``CrowdLabels``;
     continuous answers (``labels.csv``) a ``ContinuousAnswers``; similarity answers
     (``similarity.csv``, else ``labels.csv``) a ``SimilarityAnswers``; comparisons
-    (``pairs.csv``, gold groups or ranks with 1 = best, within its ``query`` column when
-    present) a ``Comparisons``.  Gold, when present, is attached as ``truth``; item features
+    (``pairs.csv``, else ``labels.csv``; gold ``task,truth`` groups or ranks with 1 = best,
+    or a ``score`` column with higher = better, within its ``query`` column when present) a
+    ``Comparisons``.  The gold's unit column may be ``task`` or ``item``.  Gold, when present, is attached as ``truth``; item features
     (``features.npy`` in the order of ``tasks.csv``) as ``features`` with
     ``with_features=True`` (class labels; tasks that have features but no answer are then
     kept, for learning).
@@ -167,30 +168,62 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
     return _load_answers(folder, kind)
 
 
-def _load_answers(path: Path, kind: str):
-    """A folder of another answer kind than class labels, read by its kind's table."""
-    from ..registry import answer_type_of
+def _folder_truth(path: Path, kind: str, group: str | None = None):
+    """The gold of a folder's ``truth.csv`` (None without one), for the answer tables.
 
-    table = answer_type_of(kind)
+    Its unit column is ``task`` (the shared format) or ``item`` (what ``crowdlearn simulate
+    --truth-out`` writes for comparisons and similarity answers, which are about items).
+    Comparisons' gold is a ``score`` column, higher = better (the planted scores ``simulate``
+    writes), or, as in the shared data, ``task,truth``: groups or ranks, 1 = best (negated so
+    that higher is better).  ``item,truth`` is refused for comparisons rather than guessed:
+    ``aggregate --gold`` reads it as scores and ``simulate`` wrote scores under that header
+    before, so taking it for ranks would reverse them silently.  A file without a unit or a
+    value column is an error naming the columns it has.
+    """
+    file = path / "truth.csv"
+    if not file.exists():
+        return None
+    columns = builtins.list(read_table(file, fmt="csv").columns)  # (list is list_datasets here)
+    unit = next((c for c in ("task", "item") if c in columns), None)
+    values = ("score", "truth") if kind == "pairwise" else ("truth",)
+    value = next((c for c in values if c in columns), None)
+    if unit is None or value is None:
+        raise ValueError(f"{file}: expected a task (or item) column and a {' or '.join(values)} "
+                         f"column; the file has columns {columns}")
+    if kind == "pairwise" and value == "truth" and unit == "item":
+        raise ValueError(f"{file}: comparisons' gold 'item,truth' could be scores or ranks; name "
+                         "the column score (higher = better), or give groups or ranks (1 = best) "
+                         "as task,truth like the shared data")
     if kind == "pairwise":
         from ..pairwise.data import read_truth
 
-        answers = read_table(path / "pairs.csv", columns=table.ROLES, fmt="csv")
-        group = "query" if "query" in answers.columns else None
-        truth = None
-        if (path / "truth.csv").exists():
-            # the shared format's pairwise gold is a group or rank per item: 1 = best
-            truth = read_truth(path / "truth.csv", item="task", value="truth", group=group,
-                               lower_is_better=True)
-        with naming_file(path / "pairs.csv", path / "truth.csv"):
-            return table.from_frame(answers, group=group, truth=truth, first_line=2)
-    truth = None
-    if (path / "truth.csv").exists():
-        truth = read_table(path / "truth.csv", columns=("task", "truth"), fmt="csv").set_index("task")["truth"]
-    # a similarity folder is told by its similarity.csv (folder_kind); labels.csv otherwise
-    answers = path / "similarity.csv"
-    if kind != "similarity" or not answers.exists():
+        return read_truth(file, item=unit, value=value, group=group, lower_is_better=value == "truth")
+    return read_table(file, columns=(unit, value), fmt="csv").set_index(unit)[value]
+
+
+def _load_answers(path: Path, kind: str):
+    """A folder of another answer kind than class labels, read by its kind's table: answers
+    in ``pairs.csv`` (comparisons) or ``similarity.csv`` (similarity), else ``labels.csv``;
+    gold in ``truth.csv`` (:func:`_folder_truth`)."""
+    from ..registry import answer_type_of
+
+    table = answer_type_of(kind)
+    # comparisons and similarity answers are told by their file (folder_kind); labels.csv
+    # otherwise, as ``--kind`` may say what a folder holds
+    answers = path / {"pairwise": "pairs.csv", "similarity": "similarity.csv"}.get(kind, "labels.csv")
+    if not answers.exists():
         answers = path / "labels.csv"
+    if not answers.exists():
+        what = {"pairwise": "pairs.csv (nor labels.csv)",
+                "similarity": "similarity.csv (nor labels.csv)"}.get(kind, "labels.csv")
+        raise FileNotFoundError(f"{path}: no {what} in this folder")
+    if kind == "pairwise":
+        frame = read_table(answers, columns=table.ROLES, fmt="csv")
+        group = "query" if "query" in frame.columns else None
+        truth = _folder_truth(path, kind, group)
+        with naming_file(answers, path / "truth.csv"):
+            return table.from_frame(frame, group=group, truth=truth, first_line=2)
+    truth = _folder_truth(path, kind)
     with naming_file(answers, path / "truth.csv"):
         return table.from_csv(answers, truth=truth)
 

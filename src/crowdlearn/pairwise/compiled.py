@@ -13,7 +13,8 @@ the numpy loop to rounding (~1e-14), not bit for bit.  With ties, the ``theta`` 
 a Newton step when the objective did not decrease; near the optimum a step changes it by
 less than its rounding, so the two loops can take different (equally valid) steps and their
 scores drift apart by up to ~1e-8 before converging together.  Compiled on first use and
-cached on disk (``cache=True``).
+cached on disk (``cache=True``).  :func:`rao_kupper_terms` is the one pass over the pairs
+of each Newton step that finishes the fit (log-posterior, gradient, Fisher information).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["rao_kupper_loop", "dense_pair_codes", "count_outcomes", "union_find_components"]
+__all__ = ["rao_kupper_loop", "rao_kupper_terms", "dense_pair_codes", "count_outcomes",
+           "union_find_components"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -200,6 +202,54 @@ def rao_kupper_loop(starts, b, big_a, big_b, numer, s0, theta0, prior_strength, 
                                   prior_strength)
         n_hist += 1
     return s, theta, history[:n_hist], steps
+
+
+@numba.njit(cache=True, nogil=True)
+def _softplus_expit(x):
+    """``(log(1 + e^x), 1 / (1 + e^-x))`` from one exponential and one log, without overflow."""
+    e = np.exp(-abs(x))
+    if x >= 0.0:
+        return x + np.log1p(e), 1.0 / (1.0 + e)
+    return np.log1p(e), e / (1.0 + e)
+
+
+@numba.njit(cache=True, nogil=True)
+def rao_kupper_terms(s, tau, a, b, big_a, big_b, ties, grad, info):
+    """One pass over the merged pairs for the Newton steps of
+    :func:`crowdlearn.pairwise.likelihood.rao_kupper_newton`: returns the log-likelihood
+    ``sum -A softplus(tau - d) - B softplus(tau + d)`` (``d = s_a - s_b``, ``A``/``B`` wins
+    plus ties; without the ties' ``T log(theta^2 - 1)`` and the prior), adds its gradient in
+    the scores to ``grad`` and writes every pair's Fisher information about ``d`` into
+    ``info`` (:func:`crowdlearn.pairwise.likelihood.pair_info`).  Without ties (``tau = 0``)
+    the two sides share one exponential and one log."""
+    total = 0.0
+    for k in range(len(a)):
+        i = a[k]
+        j = b[k]
+        d = s[i] - s[j]
+        x = tau - d
+        sp_x, q_x = _softplus_expit(x)  # q_x = 1 - P(a wins)
+        if tau == 0.0:  # y = -x
+            sp_y, q_y = sp_x - x, 1.0 - q_x
+        else:
+            sp_y, q_y = _softplus_expit(tau + d)  # q_y = 1 - P(b wins)
+        total -= big_a[k] * sp_x + big_b[k] * sp_y
+        g = big_a[k] * q_x - big_b[k] * q_y
+        grad[i] += g
+        grad[j] -= g
+        n = big_a[k] + big_b[k] - ties[k]
+        p_l = 1.0 - q_x  # F(d - tau)
+        p_r = 1.0 - q_y  # F(-d - tau)
+        f_l = p_l * q_x  # the logistic density at d - tau and at -d - tau
+        f_r = p_r * q_y
+        if tau == 0.0:
+            info[k] = n * f_l
+        else:
+            p_t = max(1.0 - p_l - p_r, 0.0)
+            dt = f_r - f_l
+            info[k] = n * (f_l * f_l / max(p_l, 1e-12) + f_r * f_r / max(p_r, 1e-12)
+                           + dt * dt / max(p_t, 1e-12))
+    return total
 
 
 @numba.njit(cache=True, nogil=True)

@@ -19,9 +19,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, class_codes, factorize_ids
+from ..core.data import CrowdLabels, class_codes, factorize_ids, strip_text
 
-__all__ = ["Coding", "bucket_of", "Columns"]
+__all__ = ["Coding", "bucket_of", "Columns", "strip_columns"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,23 @@ class Coding:
         worker, label = self.codes(frame, columns, where)
         task, tasks = factorize_ids(frame[columns.task], "task")
         return CrowdLabels.from_codes(task, worker, label, tasks=tasks, workers=self.workers, classes=self.classes)
+
+
+def strip_columns(frame: pd.DataFrame, columns: Columns = Columns()) -> pd.DataFrame:
+    """``frame`` with the text of its task, worker and label columns stripped of surrounding
+    whitespace, as :meth:`crowdlearn.CrowdLabels.from_frame` reads them in memory
+    (:func:`~crowdlearn.core.data.strip_text`; a blank becomes a missing value).  Applied to
+    every chunk or partition as it is read, before the ids are hashed to buckets, so that
+    ``"t1 "`` and ``"t1"`` are one task on every engine.  ``frame`` itself when nothing changes."""
+    out = frame
+    for col in columns.names:
+        if col in frame.columns:
+            values = strip_text(frame[col])
+            if values is not frame[col]:
+                if out is frame:
+                    out = frame.copy(deep=False)
+                out[col] = values
+    return out
 
 
 def bucket_of(task_ids: pd.Series | pd.Index, n_buckets: int) -> np.ndarray:

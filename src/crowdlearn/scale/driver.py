@@ -22,7 +22,7 @@ from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties
-from .coding import Coding, Columns, bucket_of
+from .coding import Coding, Columns, bucket_of, strip_columns
 from .programs import Program, Round, combine, combine_all, program_for
 
 __all__ = ["fit_program", "LocalEngine", "posterior_frame", "apply_output", "collect_results"]
@@ -124,6 +124,7 @@ class LocalEngine:
                    classes: Any = None) -> tuple["LocalEngine", Coding]:
         """Split an answer table into ``n_partitions`` by task hash; returns the engine and
         the coding."""
+        frame = strip_columns(frame, columns)
         coding = Coding.from_values(frame[columns.worker], frame[columns.label], classes)
         part = bucket_of(frame[columns.task], n_partitions)
         blocks = [coding.encode(frame[part == i], columns, f"partition {i}") for i in range(n_partitions)]

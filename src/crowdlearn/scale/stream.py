@@ -34,7 +34,7 @@ import pandas as pd
 from ..core.data import CrowdLabels, factorize_ids, row_list
 from ..core.tables import require_columns
 from ..core.kernels import resolve_n_jobs
-from .coding import Coding, Columns, bucket_of
+from .coding import Coding, Columns, bucket_of, strip_columns
 from .driver import apply_output, collect_results, fit_program, running_sum
 from .programs import Round
 
@@ -77,6 +77,7 @@ def read_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
     columns keep their types.  A missing value raises ``ValueError`` naming where it is.
     """
     for f, frame in _raw_chunks(files, columns, chunk_answers):
+        frame = strip_columns(frame, columns)  # "t1 " is "t1", as in memory; a blank is missing
         first = frame.index[0] if len(frame) else 0
         where = f"{f}, answers {first:,} to {first + len(frame) - 1:,} (0-based)"
         for col in columns.names:
