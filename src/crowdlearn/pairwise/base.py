@@ -28,7 +28,7 @@ from ..core.params import check_params
 from .backend import compiled_pairwise, resolve_backend
 from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
 
-__all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "score_stderr",
+__all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "wins_strongly_connected", "score_stderr",
            "DENSE_STDERR_MAX"]
 
 #: up to this many items the standard errors use the full inverse Fisher information; above,
@@ -70,6 +70,28 @@ class PairCounts:
     wins_a: np.ndarray
     wins_b: np.ndarray
     ties: np.ndarray
+
+
+def wins_strongly_connected(pc: PairCounts, n_items: int) -> bool:
+    """Whether every item can be reached from every other along "beat or tied with" edges.
+
+    Ford's (1957) condition: the Bradley-Terry likelihood has a finite maximum exactly when
+    this directed graph is strongly connected.  When it is not (an item that wins, or loses,
+    all its comparisons; groups never compared), only the prior holds some scores, the
+    posterior is flat along them, and MM's steps there shrink to nothing.
+    """
+    if n_items <= 1:
+        return True
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    forward = (pc.wins_a > 0) | (pc.ties > 0)  # a beat (or tied) b: an edge a -> b
+    backward = (pc.wins_b > 0) | (pc.ties > 0)
+    rows = np.concatenate([pc.a[forward], pc.b[backward]])
+    cols = np.concatenate([pc.b[forward], pc.a[backward]])
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_items, n_items))
+    n_parts, _ = connected_components(graph, directed=True, connection="strong")
+    return n_parts == 1
 
 
 def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:

@@ -6,7 +6,7 @@ from functools import partial
 
 import numpy as np
 
-from .base import PairwiseEstimator, PairwiseFit, pair_counts
+from .base import PairwiseEstimator, PairwiseFit, pair_counts, wins_strongly_connected
 from .data import Comparisons
 from .likelihood import pair_info, rao_kupper_mm, rao_kupper_newton
 from .links import prior_terms
@@ -34,15 +34,18 @@ class BradleyTerry(PairwiseEstimator):
     :mod:`crowdlearn.pairwise.base` (``prior_strength`` wins and losses of every item against
     a zero-score item): an item that wins (or loses) every comparison, whose likelihood alone
     has its maximum at infinity, gets a finite score, first (last) in the ranking.  Near such
-    items MM's steps shrink to nothing, so MM is finished by Newton steps on the same
-    posterior (:func:`crowdlearn.pairwise.likelihood.rao_kupper_newton`), which reach its
-    maximum in a few steps: two items compared only against each other, one always
+    items MM's steps shrink to nothing, so when the "beat or tied with" graph is not strongly
+    connected (:func:`~crowdlearn.pairwise.base.wins_strongly_connected`, Ford's condition
+    for a finite maximum likelihood) MM is finished by Newton steps on the same posterior
+    (:func:`crowdlearn.pairwise.likelihood.rao_kupper_newton`), which reach its maximum in a
+    few steps: two items compared only against each other, one always
     winning, get opposite scores, as the symmetric prior implies.
 
     Parameters
     ----------
     max_iter : int, default 500
-        Maximum MM iterations (the Newton steps that follow are at most 50 more).
+        Maximum MM iterations (the Newton steps that follow, when the win graph is not
+        strongly connected, are at most 50 more).
     tol : float, default 1e-8
         Stop MM when the log-likelihood per comparison gained less than ``tol`` per iteration
         over the last 10 iterations (it is evaluated every 10); 0 stops only when it stops
@@ -62,7 +65,7 @@ class BradleyTerry(PairwiseEstimator):
     theta_ : float
         Rao-Kupper tie parameter.
     n_iter_ : int
-        MM iterations plus Newton steps.
+        MM iterations plus Newton steps (none when the win graph is strongly connected).
     """
 
     def __init__(self, max_iter: int = 500, tol: float = 1e-8, prior_strength: float = 1.0,
@@ -76,10 +79,13 @@ class BradleyTerry(PairwiseEstimator):
         pc = pair_counts(data)
         s, theta, history, n_iter = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
                                           self.prior_strength, self.max_iter, self.tol)
-        # MM crawls where an item wins or loses everything; Newton steps reach the maximum
-        s, theta, more, steps = rao_kupper_newton(pc, data.n_items, s, theta, self.prior_strength,
-                                                  self.tol)
-        history, n_iter = history + more, n_iter + steps
+        if not wins_strongly_connected(pc, data.n_items):
+            # MM crawls along the scores only the prior holds; Newton steps reach the maximum.
+            # Elsewhere MM converges at its usual rate and the (dense) Newton solve would cost
+            # more than the whole MM fit.
+            s, theta, more, steps = rao_kupper_newton(pc, data.n_items, s, theta, self.prior_strength,
+                                                      self.tol)
+            history, n_iter = history + more, n_iter + steps
         return PairwiseFit(
             scores=s, info=partial(pair_info, s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, self.prior_strength)[2], history=history,
