@@ -509,3 +509,30 @@ def test_stderr_is_computed_on_first_read_and_reset_by_refit():
     bt.fit(small)
     assert bt.stderr_.index.equals(small.items)
     assert np.all(np.isfinite(bt.stderr_)) and len(bt.stderr_) == small.n_items
+
+
+def test_strong_connectivity_is_the_same_on_numba_and_scipy(monkeypatch):
+    pytest.importorskip("numba")
+    from crowdlearn.pairwise import base as pw_base
+    from crowdlearn.pairwise.base import PairCounts, wins_strongly_connected
+
+    rng = np.random.default_rng(4)
+    for n, pairs in ((5, 4), (30, 40), (30, 400), (200, 30_000)):
+        a = rng.integers(0, n - 1, pairs)
+        b = a + 1 + rng.integers(0, n - 1 - a)
+        wins = rng.integers(0, 2, (3, pairs)) * rng.integers(0, 2, pairs)
+        pc = PairCounts(a, b, wins[0], wins[1], wins[2])
+        fast = wins_strongly_connected(pc, n) if pairs >= 20_000 else None
+        monkeypatch.setattr(pw_base, "resolve_backend", lambda name, n_pairs: "numba")
+        on_numba = wins_strongly_connected(pc, n)
+        monkeypatch.setattr(pw_base, "resolve_backend", lambda name, n_pairs: "numpy")
+        on_scipy = wins_strongly_connected(pc, n)
+        monkeypatch.undo()
+        assert on_numba == on_scipy and fast in (None, on_numba)
+    # an item that only wins: no path back to it
+    pc = PairCounts(np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 1, 1]), np.array([0, 0, 1]),
+                    np.zeros(3, int))
+    assert not wins_strongly_connected(pc, 3)
+    pc = PairCounts(np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 0, 1]), np.array([0, 1, 1]),
+                    np.zeros(3, int))
+    assert wins_strongly_connected(pc, 3)  # 0 -> 1 <-> 2 -> 0

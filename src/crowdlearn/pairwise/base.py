@@ -82,14 +82,18 @@ def wins_strongly_connected(pc: PairCounts, n_items: int) -> bool:
     """
     if n_items <= 1:
         return True
+    forward = (pc.wins_a > 0) | (pc.ties > 0)  # a beat (or tied) b: an edge a -> b
+    backward = (pc.wins_b > 0) | (pc.ties > 0)
+    if resolve_backend("auto", len(pc.a)) == "numba":
+        # a search each way in one compiled pass: the scipy route below costs a third of a
+        # whole 20-iteration MM fit at 10^6 comparisons (building the sparse matrix)
+        return bool(compiled_pairwise().strongly_connected(pc.a, pc.b, forward, backward, n_items))
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    forward = (pc.wins_a > 0) | (pc.ties > 0)  # a beat (or tied) b: an edge a -> b
-    backward = (pc.wins_b > 0) | (pc.ties > 0)
     rows = np.concatenate([pc.a[forward], pc.b[backward]])
     cols = np.concatenate([pc.b[forward], pc.a[backward]])
-    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_items, n_items))
+    graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n_items, n_items))
     n_parts, _ = connected_components(graph, directed=True, connection="strong")
     return n_parts == 1
 

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 __all__ = ["rao_kupper_loop", "rao_kupper_terms", "dense_pair_codes", "count_outcomes",
-           "union_find_components"]
+           "union_find_components", "strongly_connected"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -336,3 +336,56 @@ def union_find_components(a, b, n_items):
         else:
             labels[i] = labels[root]
     return count, labels
+
+
+@numba.njit(cache=True, nogil=True)
+def _reaches_all(src, dst, n_items):
+    """Whether a depth-first search from item 0 along the edges ``src -> dst`` reaches every
+    item (adjacency built by a counting sort: O(edges + items))."""
+    start = np.zeros(n_items + 1, dtype=np.int64)
+    for e in range(len(src)):
+        start[src[e] + 1] += 1
+    for i in range(n_items):
+        start[i + 1] += start[i]
+    adj = np.empty(len(src), dtype=np.int64)
+    fill = start[:-1].copy()
+    for e in range(len(src)):
+        adj[fill[src[e]]] = dst[e]
+        fill[src[e]] += 1
+    seen = np.zeros(n_items, dtype=np.bool_)
+    stack = np.empty(n_items, dtype=np.int64)
+    seen[0] = True
+    stack[0] = 0
+    top, count = 1, 1
+    while top > 0:
+        top -= 1
+        u = stack[top]
+        for k in range(start[u], start[u + 1]):
+            v = adj[k]
+            if not seen[v]:
+                seen[v] = True
+                stack[top] = v
+                top += 1
+                count += 1
+    return count == n_items
+
+
+@numba.njit(cache=True, nogil=True)
+def strongly_connected(a, b, forward, backward, n_items):
+    """Whether the directed graph with an edge ``a -> b`` where ``forward`` and ``b -> a``
+    where ``backward`` is strongly connected: item 0 reaches every item, and every item
+    reaches item 0 (a search on the reversed edges)."""
+    n_edges = 0
+    for k in range(len(a)):
+        n_edges += forward[k] + backward[k]
+    src = np.empty(n_edges, dtype=np.int64)
+    dst = np.empty(n_edges, dtype=np.int64)
+    e = 0
+    for k in range(len(a)):
+        if forward[k]:
+            src[e], dst[e] = a[k], b[k]
+            e += 1
+        if backward[k]:
+            src[e], dst[e] = b[k], a[k]
+            e += 1
+    return _reaches_all(src, dst, n_items) and _reaches_all(dst, src, n_items)
