@@ -469,6 +469,50 @@ def test_crowd_bt_reaches_the_maximum_of_its_objective_when_an_item_wins_everyth
         assert frame.loc["i0", "rank"] == 1 and frame.loc[items[-1], "rank"] == n_items
 
 
+@pytest.mark.parametrize("layout", ["a always left", "either side"])
+def test_thurstone_and_noisy_bt_reach_the_maximum_when_an_item_wins_everything(layout):
+    """Neither fits by MM, so neither crawled like ``bt`` and ``crowd-bt`` did: on two items,
+    one winning all 1000 comparisons, Thurstone's L-BFGS gets the symmetric maximum ``+-c``
+    (to 2e-9).  NoisyBT's L-BFGS stops by its relative ``tol`` (1e-9 per answer) on a flat
+    posterior: with every pair shown the same way its scores are 1.3e-3 from the maximum of
+    its own loss at the fitted hyper-parameters and 2.5e-3 from symmetric (either side: 1e-4);
+    with ``tol=1e-13`` it reaches the maximum (1e-5, symmetric): a stopping tolerance, not a
+    crawl.  (The maximum is symmetric in both layouts: ``(s_a, s_b) -> (-s_b, -s_a)`` keeps
+    the difference and the prior.)"""
+    from scipy.optimize import minimize, minimize_scalar
+    from scipy.special import log_ndtr, logit
+
+    rows = [("w", "a", "b", "a")] * 1000
+    if layout == "either side":
+        rows = rows[:500] + [("w", "b", "a", "a")] * 500
+    data = Comparisons.from_frame(_frame(rows))
+
+    # Thurstone: by symmetry s_a = -s_b = c maximising 1000 log Phi(2c) + log Phi(c) Phi(-c) twice
+    c = minimize_scalar(lambda c: -(1000 * log_ndtr(2 * c) + 2 * (log_ndtr(c) + log_ndtr(-c))),
+                        bounds=(0, 10), method="bounded", options={"xatol": 1e-12}).x
+    th = Thurstone().fit(data)
+    np.testing.assert_allclose(th.scores_[["a", "b"]], [c, -c], rtol=0, atol=1e-7)
+
+    for tol, atol in ((1e-9, 5e-3), (1e-13, 1e-5)):
+        nb = NoisyBT(tol=tol).fit(data)
+        pop = nb.population_
+
+        def loss(x):
+            return noisy_bt_loss(x, data, False, nb.prior_strength, pop["lambda_bias"],
+                                 pop["lambda_skill"])
+
+        ref = minimize(loss, np.zeros(data.n_items + 2 * data.n_workers + 2), jac=True,
+                       method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})
+        assert np.abs(loss(ref.x)[1]).max() < 1e-6
+        x = np.concatenate([nb.scores_.loc[data.items], nb.position_bias_.loc[data.workers],
+                            logit(nb.worker_reliability_.loc[data.workers]),
+                            [pop["mu_bias"], pop["mu_skill"]]])
+        assert loss(x)[0] >= loss(ref.x)[0] - 1e-9  # the reference is the better maximum
+        s = nb.scores_.loc[data.items].to_numpy()
+        np.testing.assert_allclose(s, ref.x[:2], rtol=0, atol=atol)
+        np.testing.assert_allclose(s, -s[::-1], rtol=0, atol=atol)
+
+
 # ------------------------------------------------------------------- back ends and caches
 @pytest.mark.parametrize("tau, tol", [(0.0, 0.0), (0.0, None), (0.4, 1e-9), (0.4, None)])
 def test_rao_kupper_mm_numba_and_numpy_give_the_same_fit(tau, tol):
