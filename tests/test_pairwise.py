@@ -369,6 +369,150 @@ def test_an_item_that_wins_every_comparison_gets_the_finite_posterior_maximum():
         assert np.abs(_posterior_gradient(bt, df)).max() < 1e-4, (tie_share, n_items)
 
 
+def _crowd_bt_objective(data, eta, theta, prior_strength):
+    """Crowd-BT's log-posterior in the scores with the reliabilities ``eta`` and ``theta``
+    held fixed, written out from the model (not from the package): a strict answer has
+    probability ``eta F(d - tau) + (1 - eta) F(-d - tau)`` (``d``: the reported winner's
+    score minus the other's, ``tau = log theta``), a tie ``1 - F(d - tau) - F(-d - tau)``, and
+    every item plays ``prior_strength`` virtual wins and losses against a zero-score item.
+    Returns ``s -> (minus the value, minus its gradient)`` for ``scipy.optimize.minimize``."""
+    from scipy.special import expit, log_expit
+
+    tau, lam, n = float(np.log(theta)), float(prior_strength), data.n_items
+    tie = data.outcome == 2
+    said = np.where(data.outcome == 1, data.right, data.left)  # the tie's "said": left
+    other = np.where(data.outcome == 1, data.left, data.right)
+    e = np.where(tie, 1.0, eta[data.worker])
+
+    def f(s):
+        d = s[said] - s[other]
+        win, lose = expit(d - tau), expit(-d - tau)
+        p = np.where(tie, 1.0 - win - lose, e * win + (1.0 - e) * lose)
+        dp = np.where(tie, -win * (1 - win) + lose * (1 - lose),
+                      e * win * (1 - win) - (1.0 - e) * lose * (1 - lose))
+        value = np.log(p).sum() + lam * (log_expit(s) + log_expit(-s)).sum()
+        g = dp / p
+        grad = (np.bincount(said, g, n) - np.bincount(other, g, n)
+                + lam * (expit(-s) - expit(s)))
+        return -value, -grad
+
+    return f
+
+
+@pytest.mark.parametrize("back_end", ["numpy", "numba"])
+def test_crowd_bt_reaches_the_maximum_of_its_objective_when_an_item_wins_everything(
+        back_end, monkeypatch):
+    """Crowd-BT's M-step ran MM steps on the fractional wins, which crawl where an item
+    wins (or loses) every comparison, as in ``bt``: two items compared 1000 times by one
+    worker, one always winning, got 1.26 and -5.66 after 100 EM iterations instead of the
+    symmetric +-3.48.  The M-step now ends with ``bt``'s Newton steps on the same weighted
+    objective, so the fit is the maximum of Crowd-BT's log-posterior in the scores with the
+    reliabilities and the tie parameter held at their fitted values: checked against
+    scipy's BFGS on that objective written out independently, with and without ties, with a
+    reversing worker, on both back ends.  EM itself converges linearly, and its default
+    ``tol`` leaves the larger cases ~1e-4 from that point whatever the M-step, so they run
+    EM to ``tol=1e-12``; the two-item case gets there with the defaults."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    from crowdlearn.pairwise import backend
+
+    if back_end == "numba":
+        pytest.importorskip("numba")
+        monkeypatch.setattr(backend, "NUMBA_MIN_PAIRS", 0)  # compiled passes on a few pairs
+    else:
+        monkeypatch.setattr(backend, "NUMBA_MIN_PAIRS", 10**9)
+
+    def check(df, symmetric=False, **params):
+        data = Comparisons.from_frame(df)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no overflow or convergence warnings either
+            est = CrowdBT(**params).fit(data)
+        s = est.scores_.loc[data.items].to_numpy()
+        eta = est.worker_reliability_.loc[data.workers].to_numpy()
+        f = _crowd_bt_objective(data, eta, est.theta_, est.prior_strength)
+        ref = minimize(f, np.zeros(data.n_items), jac=True, method="BFGS",
+                       options={"gtol": 1e-9, "maxiter": 10_000})
+        assert np.abs(f(ref.x)[1]).max() < 1e-6  # scipy did reach the maximum
+        np.testing.assert_allclose(s, ref.x, rtol=0, atol=1e-5)
+        if symmetric:
+            np.testing.assert_allclose(s, -s[::-1], rtol=0, atol=1e-6)
+        frame = est.result_frame().set_index("item")
+        assert np.isfinite(frame[["score", "stderr"]].to_numpy()).all()
+        return frame
+
+    # a beats b 1000 times, shown on either side equally often: the data are symmetric
+    two = _frame([("w", "a", "b", "a")] * 500 + [("w", "b", "a", "a")] * 500)
+    frame = check(two, symmetric=True)
+    assert frame["rank"].tolist() == [1, 2] and 3 < frame.loc["a", "score"] < 4
+
+    rng = np.random.default_rng(0)
+    for tie_share, n_items, n_answers in ((0.0, 6, 600), (0.3, 6, 600), (0.0, 50, 5000)):
+        items = np.array([f"i{k}" for k in range(n_items)], dtype=object)
+        left, right = rng.integers(0, n_items, size=(2, n_answers))
+        keep = left != right
+        left, right = left[keep], right[keep]
+        planted = np.linspace(2.0, -2.0, n_items)  # Bradley-Terry outcomes ...
+        p_left = expit(planted[left] - planted[right])
+        winner = np.where(rng.random(len(left)) < p_left, left, right)
+        winner = np.where((left == 0) | (right == 0), 0, winner)  # ... but i0 wins all its pairs
+        last = n_items - 1
+        winner = np.where((left == last) & (right != 0), right, winner)  # and the last loses all
+        winner = np.where((right == last) & (left != 0), left, winner)
+        worker = rng.choice(["good1", "good2", "reverser"], size=len(left), p=[0.45, 0.45, 0.1])
+        winner = np.where(worker == "reverser", left + right - winner, winner)  # all reversed
+        label = items[winner]
+        label[(rng.random(len(left)) < tie_share) & (left != 0) & (right != 0) & (left != last)
+              & (right != last)] = "tie"
+        df = _frame({"worker": worker, "left": items[left], "right": items[right], "label": label})
+        frame = check(df, tol=1e-12, max_iter=1000)
+        assert frame.loc["i0", "rank"] == 1 and frame.loc[items[-1], "rank"] == n_items
+
+
+@pytest.mark.parametrize("layout", ["a always left", "either side"])
+def test_thurstone_and_noisy_bt_reach_the_maximum_when_an_item_wins_everything(layout):
+    """Neither fits by MM, so neither crawled like ``bt`` and ``crowd-bt`` did: on two items,
+    one winning all 1000 comparisons, Thurstone's L-BFGS gets the symmetric maximum ``+-c``
+    (to 2e-9).  NoisyBT's L-BFGS stops by its relative ``tol`` (1e-9 per answer) on a flat
+    posterior: with every pair shown the same way its scores are 1.3e-3 from the maximum of
+    its own loss at the fitted hyper-parameters and 2.5e-3 from symmetric (either side: 1e-4);
+    with ``tol=1e-13`` it reaches the maximum (1e-5, symmetric): a stopping tolerance, not a
+    crawl.  (The maximum is symmetric in both layouts: ``(s_a, s_b) -> (-s_b, -s_a)`` keeps
+    the difference and the prior.)"""
+    from scipy.optimize import minimize, minimize_scalar
+    from scipy.special import log_ndtr, logit
+
+    rows = [("w", "a", "b", "a")] * 1000
+    if layout == "either side":
+        rows = rows[:500] + [("w", "b", "a", "a")] * 500
+    data = Comparisons.from_frame(_frame(rows))
+
+    # Thurstone: by symmetry s_a = -s_b = c maximising 1000 log Phi(2c) + log Phi(c) Phi(-c) twice
+    c = minimize_scalar(lambda c: -(1000 * log_ndtr(2 * c) + 2 * (log_ndtr(c) + log_ndtr(-c))),
+                        bounds=(0, 10), method="bounded", options={"xatol": 1e-12}).x
+    th = Thurstone().fit(data)
+    np.testing.assert_allclose(th.scores_[["a", "b"]], [c, -c], rtol=0, atol=1e-7)
+
+    for tol, atol in ((1e-9, 5e-3), (1e-13, 1e-5)):
+        nb = NoisyBT(tol=tol).fit(data)
+        pop = nb.population_
+
+        def loss(x):
+            return noisy_bt_loss(x, data, False, nb.prior_strength, pop["lambda_bias"],
+                                 pop["lambda_skill"])
+
+        ref = minimize(loss, np.zeros(data.n_items + 2 * data.n_workers + 2), jac=True,
+                       method="BFGS", options={"gtol": 1e-9, "maxiter": 10_000})
+        assert np.abs(loss(ref.x)[1]).max() < 1e-6
+        x = np.concatenate([nb.scores_.loc[data.items], nb.position_bias_.loc[data.workers],
+                            logit(nb.worker_reliability_.loc[data.workers]),
+                            [pop["mu_bias"], pop["mu_skill"]]])
+        assert loss(x)[0] >= loss(ref.x)[0] - 1e-9  # the reference is the better maximum
+        s = nb.scores_.loc[data.items].to_numpy()
+        np.testing.assert_allclose(s, ref.x[:2], rtol=0, atol=atol)
+        np.testing.assert_allclose(s, -s[::-1], rtol=0, atol=atol)
+
+
 # ------------------------------------------------------------------- back ends and caches
 @pytest.mark.parametrize("tau, tol", [(0.0, 0.0), (0.0, None), (0.4, 1e-9), (0.4, None)])
 def test_rao_kupper_mm_numba_and_numpy_give_the_same_fit(tau, tol):

@@ -6,8 +6,9 @@
 * :func:`rao_kupper_mm`: Hunter's (2004) MM algorithm for Bradley-Terry with Rao-Kupper
   ties, on (possibly fractional) merged counts -- used by ``bt`` and as the M-step of
   ``crowd-bt``;
-* :func:`rao_kupper_newton`: damped Newton steps that finish ``bt``'s fit where MM crawls
-  (items that win or lose all their comparisons).
+* :func:`rao_kupper_newton`: damped Newton steps that finish :func:`rao_kupper_mm` where
+  MM crawls (items that win or lose all their comparisons) -- in ``bt`` and in each M-step
+  of ``crowd-bt``.
 """
 
 from __future__ import annotations
@@ -226,7 +227,8 @@ def rao_kupper_mm(pc: PairCounts, n_items: int, s0: np.ndarray, theta0: float,
     return s, theta, history, steps
 
 
-#: at most this many Newton steps finish a ``bt`` fit (from MM's point, a few suffice)
+#: at most this many Newton steps finish a fit (``bt``'s, or a ``crowd-bt`` M-step; from MM's
+#: point, a few suffice)
 NEWTON_STEPS = 50
 
 
@@ -295,6 +297,14 @@ def rao_kupper_newton(pc: PairCounts, n_items: int, s: np.ndarray, theta: float,
                       prior_strength: float, tol: float, max_steps: int = NEWTON_STEPS,
                       fit_theta: bool = True):
     """Finish the Rao-Kupper fit of :func:`rao_kupper_mm` by damped Newton steps.
+
+    The counts may be fractional (``crowd-bt``'s M-step: each strict answer split between
+    the two wins by the probability that it is the true outcome); the objective is the same
+    log-posterior as MM's,
+
+        sum_pairs [W_a log P(a wins) + W_b log P(b wins) + T log P(tie)] + log prior(s)
+
+    (``W_a``, ``W_b`` the wins of each side, ``T`` the ties of the pair).
 
     MM's steps shrink where the posterior is flat: along the scores of an item that wins (or
     loses) all its comparisons only the prior's weak pull holds it, and 500 MM steps left two
