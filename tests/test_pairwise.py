@@ -673,6 +673,23 @@ def test_strong_connectivity_is_the_same_on_numba_and_scipy(monkeypatch):
         on_scipy = wins_strongly_connected(pc, n)
         monkeypatch.undo()
         assert on_numba == on_scipy and fast in (None, on_numba)
+    # the compiled union-find over mutual pairs (the fast path) agrees with a direct check
+    from crowdlearn.pairwise.backend import compiled_pairwise
+
+    seen = set()
+    for n, pairs in ((30, 400), (200, 30_000), (200, 150)):
+        a = rng.integers(0, n - 1, pairs)
+        b = a + 1 + rng.integers(0, n - 1 - a)
+        wins = rng.integers(0, 3, (3, pairs))
+        mutual = (wins[2] > 0) | ((wins[0] > 0) & (wins[1] > 0))
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        parts = connected_components(coo_matrix((np.ones(mutual.sum()), (a[mutual], b[mutual])), shape=(n, n)),
+                                     directed=False)[0]
+        assert compiled_pairwise().mutually_connected(a, b, wins[0], wins[1], wins[2], n) == (parts == 1)
+        seen.add(bool(parts == 1))
+    assert seen == {True, False}
     # an item that only wins: no path back to it
     pc = PairCounts(np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 1, 1]), np.array([0, 0, 1]),
                     np.zeros(3, int))

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 __all__ = ["rao_kupper_loop", "rao_kupper_terms", "dense_pair_codes", "count_outcomes",
-           "union_find_components", "strongly_connected"]
+           "union_find_components", "strongly_connected", "mutually_connected"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -389,3 +389,28 @@ def strongly_connected(a, b, forward, backward, n_items):
             src[e], dst[e] = b[k], a[k]
             e += 1
     return _reaches_all(src, dst, n_items) and _reaches_all(dst, src, n_items)
+
+
+@numba.njit(cache=True, nogil=True)
+def mutually_connected(a, b, wins_a, wins_b, ties, n_items):
+    """Whether the pairs whose items both beat (or tied) each other connect every item: a
+    union-find over them that stops as soon as one component is left (on a dense crowd,
+    after a small share of the pairs).  Sufficient for strong connectivity."""
+    parent = np.arange(n_items)
+    merges = 0
+    for k in range(len(a)):
+        if not (ties[k] > 0 or (wins_a[k] > 0 and wins_b[k] > 0)):
+            continue
+        x, y = a[k], b[k]
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        while parent[y] != y:
+            parent[y] = parent[parent[y]]
+            y = parent[y]
+        if x != y:
+            parent[max(x, y)] = min(x, y)
+            merges += 1
+            if merges == n_items - 1:
+                return True
+    return n_items <= 1
