@@ -306,24 +306,32 @@ def count_outcomes(codes, swap, outcome, n_pairs):
 
 
 @numba.njit(cache=True, nogil=True)
+def _union(parent, x, y):
+    """Join the trees of ``x`` and ``y`` under the smaller root (path halving keeps the
+    trees flat); whether they were apart."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    while parent[y] != y:
+        parent[y] = parent[parent[y]]
+        y = parent[y]
+    if x == y:
+        return False
+    if x < y:
+        parent[y] = x
+    else:
+        parent[x] = y
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def union_find_components(a, b, n_items):
     """Connected components of the graph with edges ``(a, b)``: ``(count, labels)``, labels
     numbered in order of each component's smallest item (as scipy's ``connected_components``
     numbers them)."""
     parent = np.arange(n_items)
     for k in range(len(a)):
-        x, y = a[k], b[k]
-        while parent[x] != x:  # path halving keeps the trees flat
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        while parent[y] != y:
-            parent[y] = parent[parent[y]]
-            y = parent[y]
-        if x != y:
-            if x < y:
-                parent[y] = x
-            else:
-                parent[x] = y
+        _union(parent, a[k], b[k])
     labels = np.empty(n_items, dtype=np.int32)
     count = 0
     for i in range(n_items):
@@ -401,15 +409,7 @@ def mutually_connected(a, b, wins_a, wins_b, ties, n_items):
     for k in range(len(a)):
         if not (ties[k] > 0 or (wins_a[k] > 0 and wins_b[k] > 0)):
             continue
-        x, y = a[k], b[k]
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        while parent[y] != y:
-            parent[y] = parent[parent[y]]
-            y = parent[y]
-        if x != y:
-            parent[max(x, y)] = min(x, y)
+        if _union(parent, a[k], b[k]):
             merges += 1
             if merges == n_items - 1:
                 return True
