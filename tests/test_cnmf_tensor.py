@@ -160,3 +160,20 @@ def test_real_data_close_to_ds(method, name, slack):
     # measured: bluebirds ds 0.898, cnmf 0.889, tensor-admm 0.898; dog ds 0.843,
     # cnmf 0.844, tensor-admm 0.828
     assert acc >= acc_ds - slack, (acc, acc_ds)
+
+
+def test_tensor_admm_ignores_row_order_with_contradicting_repeats():
+    # zencrowd_us has ~100 (task, worker) cells answered twice with different labels; the
+    # third-order moments used to keep the first of them in file order, so shuffling the
+    # rows moved posteriors by 0.1 and flipped two labels
+    import pandas as pd
+
+    import crowdlearn as cl
+    from crowdlearn.core.data import CrowdLabels
+
+    frame = cl.datasets.load("zencrowd_us").to_frame()
+    shuffled = frame.iloc[np.random.default_rng(1).permutation(len(frame))]
+    a = TensorADMM().fit(CrowdLabels.from_frame(frame))
+    b = TensorADMM().fit(CrowdLabels.from_frame(shuffled))
+    assert a.n_triples_ > 0
+    pd.testing.assert_frame_equal(b.probas_, a.probas_, atol=1e-9, rtol=0)

@@ -32,6 +32,18 @@ def test_round_trip_to_frame():
     pd.testing.assert_frame_equal(back, orig)
 
 
+def test_canonical_order_is_the_same_for_any_row_order():
+    d = CrowdLabels.from_frame(frame())
+    order = d.canonical_order()
+    keys = list(zip(d.task[order], d.worker[order], d.label[order]))
+    assert keys == sorted(keys) and sorted(order) == list(range(d.n_labels))
+    shuffled = CrowdLabels.from_frame(frame().iloc[[5, 3, 0, 4, 2, 1]])
+    o2 = shuffled.canonical_order()
+    for a, b in ((d.task, shuffled.task), (d.worker, shuffled.worker), (d.label, shuffled.label)):
+        np.testing.assert_array_equal(a[order], b[o2])
+    assert d.canonical_order() is order  # cached
+
+
 def test_duplicate_policies():
     assert CrowdLabels.from_frame(frame(), duplicates="last").n_labels == 5
     with pytest.raises(ValueError, match="repeated"):

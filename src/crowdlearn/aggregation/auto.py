@@ -82,7 +82,9 @@ def _folds(data: CrowdLabels, n_folds: int, rng: np.random.Generator) -> list[np
     """K-fold masks over answers: answer ``i`` may be withheld only in fold ``i mod K`` of a
     random order, and only if its task and worker keep a training answer in that fold."""
     n = data.n_labels
-    order = rng.permutation(n)
+    # a random order of the answers taken in (task, worker, label) order, so the folds do not
+    # depend on the order of the rows they were read from
+    order = data.canonical_order()[rng.permutation(n)]
     fold_of = np.empty(n, dtype=np.int64)
     fold_of[order] = np.arange(n) % n_folds
     task, worker = np.asarray(data.task), np.asarray(data.worker)

@@ -125,8 +125,15 @@ def _triples(data: CrowdLabels, active, pairs, min_count, per_worker, max_total)
     pos[active] = np.arange(s)
     keep = pos[data.worker] >= 0
     t_, w_, a_ = data.task[keep].astype(np.int64), pos[data.worker[keep]], data.label[keep]
-    # one answer per (task, worker): the first one (repeated answers are rare)
-    _, first = np.unique(t_ * s + w_, return_index=True)
+    # one answer per (task, worker) cell: a repeated answer counts once, and a worker who
+    # contradicts itself on a task gives no third-order evidence there (picking one of its
+    # answers would make the moments depend on the order of the rows, or on the class names)
+    cell = t_ * s + w_
+    order = np.lexsort((a_, cell))
+    cell, a_sorted = cell[order], a_[order]
+    start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])[: len(cell)]
+    agree = np.minimum.reduceat(a_sorted, start) == np.maximum.reduceat(a_sorted, start)
+    first = order[start[agree]]
     t_, w_, a_ = t_[first], w_[first], a_[first]
     ans = sp.csr_matrix((a_ + 1.0, (t_, w_)), shape=(n, s))  # answer + 1, 0 = no answer
     bin_ = ans.copy()

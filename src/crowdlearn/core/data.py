@@ -370,6 +370,21 @@ class CrowdLabels:
             self._codes_cache["worker_order"] = order
         return order
 
+    def canonical_order(self) -> np.ndarray:
+        """Positions of the answers sorted by (task, worker, label) codes, built once and cached.
+
+        The answers of a task are stored in the order of the rows they were read from, so
+        anything drawn or chosen per answer (a random start, cross-validation folds, the
+        first of repeated answers) follows this order instead, and the result does not
+        depend on how the rows of a file were ordered.  Equal answers are interchangeable.
+        """
+        order = self._codes_cache.get("canonical_order")
+        if order is None:
+            order = np.lexsort((self.label, self.worker, self.task))
+            order.flags.writeable = False
+            self._codes_cache["canonical_order"] = order
+        return order
+
     def labels_per_worker(self) -> np.ndarray:
         return np.bincount(self.worker, minlength=self.n_workers)
 
