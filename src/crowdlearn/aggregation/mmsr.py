@@ -252,7 +252,8 @@ class _MSRFilter:
     ``row + squash(ratio)`` keeps rows contiguous, so an entry's rank inside its row is just
     its position minus the row start; and since ratios reorder little from one step to the
     next, the previous permutation is reused as the starting point of an adaptive (Timsort)
-    sort, which then costs close to one pass.
+    sort, which then costs close to one pass.  Equal ratios are ordered by their weight, so
+    which of them the filter trims is read from the answers, not from the worker codes.
     """
 
     def __init__(self, indptr, indices, c, cnt, trim):
@@ -287,6 +288,12 @@ class _MSRFilter:
             sub = np.argsort(key, kind="stable")  # nearly sorted already: ~linear
             self.order = self.order[sub]
             key = key[sub]
+            tied = key[1:] == key[:-1]
+            if tied.any():
+                # equal ratios (e.g. every C_ij = 0) with different weights: order them by
+                # weight, so the trimmed ones follow the answers, not the order of the codes
+                at = np.flatnonzero(np.r_[tied, False] | np.r_[False, tied])
+                self.order[at] = self.order[at][np.lexsort((w[self.order[at]], key[at]))]
             # ratios below / above the current value v_j: prefix / suffix of the sorted row
             a_key = self.rows + self._squash(v_old)
             below = np.searchsorted(key, a_key, side="left") - self.indptr[:-1]
