@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
+from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
 
@@ -231,7 +232,8 @@ class ContinuousAnswers(AnswerTable):
                 raise ValueError(f"column {col!r} appears {count} times in the table")
         missing = [c for c in cols.values() if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
         for col in (task, worker):

@@ -526,8 +526,11 @@ class CrowdLabels:
                 )
         missing = [c for c in (task, worker, label) if c not in df.columns]
         if missing:
+            from .tables import column_hint
+
             raise ValueError(
                 f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                + column_hint(missing, df.columns)
             )
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")

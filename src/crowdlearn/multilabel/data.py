@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import CrowdLabels, factorize_ids, row_list
+from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
 
@@ -239,7 +240,8 @@ class MultiLabelAnswers(AnswerTable):
             raise ValueError(f"task, worker and label need three different columns, got {cols}")
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
         for col in (task, worker):

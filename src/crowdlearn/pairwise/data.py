@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
+from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
 __all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
@@ -47,7 +48,8 @@ def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int
         raise ValueError(f"each role needs its own column; got {roles}")
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+        raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                         + column_hint(missing, df.columns))
     for col in cols:
         if int(np.sum(df.columns == col)) > 1:
             raise ValueError(f"column {col!r} appears more than once in the table")

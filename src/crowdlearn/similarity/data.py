@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
 from ..core.data import factorize_ids, row_list
+from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
 
@@ -215,7 +216,8 @@ class SimilarityAnswers(AnswerTable):
             raise ValueError(f"each role needs its own column; got {roles}")
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         for col in cols:
             if int(np.sum(df.columns == col)) > 1:
                 raise ValueError(f"column {col!r} appears more than once in the table")
