@@ -157,3 +157,28 @@ def test_simulator_tuple_passed_to_fit_is_one_clear_error():
     with pytest.raises(TypeError, match="pass the answers alone"):
         DawidSkene().fit(pair)
     DawidSkene().fit(pair[0])
+
+
+def test_gold_task_ids_match_by_value_across_types(tmp_path):
+    """Answers read as text (from_csv, the CLI) and gold read by pd.read_csv (task 17, not
+    "17"), or the other way round, matched no gold task at all, silently."""
+    import crowdlearn as cl
+
+    src = tmp_path / "answers.csv"
+    pd.DataFrame({"task": [1, 1, 2, 2, 17], "worker": ["a", "b", "a", "b", "a"],
+                  "label": [0, 1, 1, 1, 0]}).to_csv(src, index=False)
+    truth_file = tmp_path / "truth.csv"
+    pd.DataFrame({"task": [1, 17], "truth": [1, 1]}).to_csv(truth_file, index=False)
+    numeric_truth = pd.read_csv(truth_file).set_index("task")["truth"]
+    text_truth = pd.read_csv(truth_file, dtype=str).set_index("task")["truth"]
+    for data in (CrowdLabels.from_csv(src, truth=numeric_truth),
+                 CrowdLabels.from_frame(pd.read_csv(src), truth=text_truth),
+                 CrowdLabels.from_csv(src).with_truth(numeric_truth)):
+        assert list(data.truth_series().index.astype(str)) == ["1", "17"]
+    # gold given to fit is clamped as well
+    ds = cl.DawidSkene().fit(CrowdLabels.from_csv(src), gold=numeric_truth)
+    assert ds.labels_["17"] == "1"
+    from crowdlearn.continuous.data import ContinuousAnswers
+
+    scores = ContinuousAnswers.from_csv(src, truth=pd.Series({1: 0.5}))
+    assert scores.truth[list(scores.tasks).index("1")] == 0.5

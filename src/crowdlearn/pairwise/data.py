@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
@@ -382,7 +382,7 @@ class Comparisons(AnswerTable):
                 raise ValueError(f"truth for item {truth_s.index[bad_truth][0]!r} is not a "
                                  f"finite number: {truth_s[bad_truth].iloc[0]!r}")
             truth_arr = np.full(len(items), np.nan)
-            pos = items.get_indexer(truth_s.index)
+            pos = positions_by_value(items, truth_s.index, "the compared items")  # 17 is "17"
             ok = pos >= 0
             truth_arr[pos[ok]] = values[ok]
         return cls(worker_codes, left_codes, right_codes, outcome, workers, items,
