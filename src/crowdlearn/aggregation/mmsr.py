@@ -122,7 +122,10 @@ class MMSR(BaseAggregator):
         below the current value (the paper's ``F``, as a fraction of the worker's observed
         pairs).  ``0`` gives plain weighted alternating least squares.
     random_state : int, default 0
-        Seed of the uniform initial ``u`` and of tie-breaking.
+        Seed of the uniform initial ``u`` and of tie-breaking.  When the iteration does not
+        converge within ``n_iter`` rounds (``converged_`` False, e.g. on music) the result
+        depends on the start: another seed, or new worker ids (the start is drawn in the
+        order of the sorted ids), moved posteriors by up to 3e-3 there.
 
     Attributes
     ----------
