@@ -136,7 +136,8 @@ def test_ids_of_two_types_written_the_same_are_refused(tmp_path, capsys):
     [("in.csv", "task;worker;label", "separated by semicolons; convert it to commas or tabs"),
      ("in.csv", "task\tworker\tlabel", "separated by tabs; name it in.tsv"),
      ("in.tsv", "task,worker,label", "separated by commas; name it in.csv"),
-     ("in.csv", "task, worker, label", "the name ' worker' has spaces around it")],
+     ("in.csv", "task, worker, label", "the name ' worker' has spaces around it"),
+     ("in.csv", "Task,Worker,Label", "column names are case-sensitive: 'Task' is not 'task'")],
 )
 def test_missing_columns_say_why_when_the_header_shows_it(tmp_path, capsys, name, header, hint):
     """A semicolon CSV or a header with spaces gave only 'missing column(s)'."""
@@ -145,3 +146,15 @@ def test_missing_columns_say_why_when_the_header_shows_it(tmp_path, capsys, name
     assert main(["aggregate", str(src)]) == 2
     err = capsys.readouterr().err
     assert "missing column(s)" in err and hint in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("kind", ["classification", "continuous"])
+def test_a_differently_capitalised_header_is_named_in_python_too(kind):
+    """``pd.read_csv`` of a header ``Task,Worker,Label`` gave only 'missing column(s)'."""
+    from crowdlearn import CrowdLabels
+    from crowdlearn.continuous.data import ContinuousAnswers
+
+    df = pd.DataFrame({"Task": ["t"], "WORKER": ["w"], "label": ["1"]})
+    reader = CrowdLabels if kind == "classification" else ContinuousAnswers
+    with pytest.raises(ValueError, match="case-sensitive: 'Task' is not 'task'"):
+        reader.from_frame(df)

@@ -582,3 +582,36 @@ def test_simulate_then_benchmark_round_trip(kind, method, metric, tmp_path, caps
         gold.to_csv(files / "truth.csv", index=False)
         code, _, err = run(["benchmark", str(files), "--kind", kind, "--methods", method], capsys)
         assert code == 2 and "'item,truth' could be scores or ranks" in err, err
+
+
+def test_repeated_answers_are_kept_alike_by_every_entry_point(tmp_path, capsys):
+    """One policy for a worker answering a task twice: every answer counts, in the CLI (in
+    memory and streamed), from_csv, from_frame(pd.read_csv) and a dataset folder."""
+    import numpy as np
+
+    import crowdlearn as cl
+    from crowdlearn import CrowdLabels
+    from crowdlearn.core.io import load_folder
+
+    frame = cl.datasets.load("zencrowd_us").to_frame()  # ~1000 repeated (task, worker) pairs
+    assert frame.duplicated(["task", "worker"]).sum() > 500
+    folder = tmp_path / "set"
+    folder.mkdir()
+    src = folder / "labels.csv"
+    frame.to_csv(src, index=False)
+    expected = cl.DawidSkene().fit(CrowdLabels.from_frame(pd.read_csv(src, dtype=str)))
+    assert expected.n_iter_ > 0 and cl.DawidSkene().fit(
+        CrowdLabels.from_frame(frame, duplicates="last")).probas_.ne(expected.probas_).any().any()
+    for data in (CrowdLabels.from_csv(src), load_folder(folder)):
+        assert data.n_labels == len(frame)
+        pd.testing.assert_frame_equal(cl.DawidSkene().fit(data).probas_, expected.probas_)
+    p = expected.probas_["1"].rename("p_1")
+    out = tmp_path / "out.csv"
+    assert main(["aggregate", str(src), "--method", "ds", "--out", str(out)]) == 0
+    got = pd.read_csv(out, dtype={"task": str}).set_index("task")["p_1"]
+    np.testing.assert_allclose(got.loc[p.index].to_numpy(), p.to_numpy(), atol=1e-12)
+    streamed = tmp_path / "streamed"
+    assert main(["aggregate", str(src), "--method", "ds", "--engine", "stream", "--out", str(streamed)]) == 0
+    got = pd.concat(pd.read_parquet(f) for f in sorted(streamed.iterdir())).set_index("task")["p_1"]
+    np.testing.assert_allclose(got.loc[p.index].to_numpy(), p.to_numpy(), atol=1e-9)
+    capsys.readouterr()

@@ -143,6 +143,16 @@ class _OrderDependent(_Vote):
         return self
 
 
+class _RowOrderDependent(_Vote):
+    def fit(self, labels, **kwargs):
+        super().fit(labels, **kwargs)
+        first = labels.label[labels.task_ptr[:-1]]  # the first answer of each task as stored
+        self.probas_ = pd.DataFrame(np.eye(labels.n_classes)[first], index=labels.tasks,
+                                    columns=labels.classes)
+        self.labels_ = self.probas_.idxmax(axis=1).rename("label")
+        return self
+
+
 class _NaN(_Vote):
     def fit(self, labels, **kwargs):
         super().fit(labels, **kwargs)
@@ -169,6 +179,7 @@ class _Inverted(_Vote):
     (_IgnoresGold, checks.check_gold_clamps, "gold tasks not clamped"),
     (_DropsEmptyTasks, checks.check_zero_answer_tasks, "task without answers is missing"),
     (_OrderDependent, checks.check_relabel_invariance, "renamed/reordered"),
+    (_RowOrderDependent, checks.check_row_order_invariance, "rows of the answers are shuffled"),
     (_NaN, checks.check_outputs_well_formed, "NaN or inf"),
     (_Inverted, checks.check_better_than_chance, "accuracy"),
 ], ids=lambda v: getattr(v, "__name__", None) if not isinstance(v, str) else "")

@@ -32,6 +32,18 @@ def test_round_trip_to_frame():
     pd.testing.assert_frame_equal(back, orig)
 
 
+def test_canonical_order_is_the_same_for_any_row_order():
+    d = CrowdLabels.from_frame(frame())
+    order = d.canonical_order()
+    keys = list(zip(d.task[order], d.worker[order], d.label[order]))
+    assert keys == sorted(keys) and sorted(order) == list(range(d.n_labels))
+    shuffled = CrowdLabels.from_frame(frame().iloc[[5, 3, 0, 4, 2, 1]])
+    o2 = shuffled.canonical_order()
+    for a, b in ((d.task, shuffled.task), (d.worker, shuffled.worker), (d.label, shuffled.label)):
+        np.testing.assert_array_equal(a[order], b[o2])
+    assert d.canonical_order() is order  # cached
+
+
 def test_duplicate_policies():
     assert CrowdLabels.from_frame(frame(), duplicates="last").n_labels == 5
     with pytest.raises(ValueError, match="repeated"):
@@ -178,3 +190,28 @@ def test_text_ids_and_labels_lose_surrounding_whitespace_and_gold_still_matches(
     d = CrowdLabels.from_frame(pd.DataFrame({"task": [1, 2, 3], "worker": [7, " x", "x"],
                                              "label": [1.0, 2.0, 1.0]}))
     assert list(d.classes) == [1, 2] and list(d.tasks) == [1, 2, 3] and set(d.workers) == {7, "x"}
+
+
+def test_gold_task_ids_match_by_value_across_types(tmp_path):
+    """Answers read as text (from_csv, the CLI) and gold read by pd.read_csv (task 17, not
+    "17"), or the other way round, matched no gold task at all, silently."""
+    import crowdlearn as cl
+
+    src = tmp_path / "answers.csv"
+    pd.DataFrame({"task": [1, 1, 2, 2, 17], "worker": ["a", "b", "a", "b", "a"],
+                  "label": [0, 1, 1, 1, 0]}).to_csv(src, index=False)
+    truth_file = tmp_path / "truth.csv"
+    pd.DataFrame({"task": [1, 17], "truth": [1, 1]}).to_csv(truth_file, index=False)
+    numeric_truth = pd.read_csv(truth_file).set_index("task")["truth"]
+    text_truth = pd.read_csv(truth_file, dtype=str).set_index("task")["truth"]
+    for data in (CrowdLabels.from_csv(src, truth=numeric_truth),
+                 CrowdLabels.from_frame(pd.read_csv(src), truth=text_truth),
+                 CrowdLabels.from_csv(src).with_truth(numeric_truth)):
+        assert list(data.truth_series().index.astype(str)) == ["1", "17"]
+    # gold given to fit is clamped as well
+    ds = cl.DawidSkene().fit(CrowdLabels.from_csv(src), gold=numeric_truth)
+    assert ds.labels_["17"] == "1"
+    from crowdlearn.continuous.data import ContinuousAnswers
+
+    scores = ContinuousAnswers.from_csv(src, truth=pd.Series({1: 0.5}))
+    assert scores.truth[list(scores.tasks).index("1")] == 0.5

@@ -56,7 +56,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.base import resolve_generator
 from ..core.stats import TINY
 from .moments import (
     Degenerate,
@@ -69,6 +68,7 @@ from .moments import (
     pair_moments,
     prior_or_uniform,
     successive_projection,
+    worker_rank,
 )
 
 __all__ = ["CoupledNMF"]
@@ -184,7 +184,9 @@ class CoupledNMF(MomentThenEM):
         With ``n_em_iter > 0``, also run EM from majority vote and keep the higher
         likelihood (see :mod:`~crowdlearn.aggregation.moments`).
     random_state : int, default 0
-        Seed of the random start of the subspace iteration.
+        Seed of tie-breaking (the method itself is deterministic: the subspace iteration
+        starts from the co-occurrence columns of the two workers first in
+        :func:`~crowdlearn.aggregation.moments.worker_rank`).
 
     Attributes
     ----------
@@ -298,8 +300,12 @@ class CoupledNMF(MomentThenEM):
         x4[pl, :, pi, :] = blocks.transpose(0, 2, 1)
         x = x4.reshape(n, n)
         unknown = ~np.repeat(np.repeat(known, k, axis=0), k, axis=1)
-        rng = resolve_generator(self.random_state)
-        q = rng.standard_normal((n, min(n, 2 * k)))
+        # start the subspace iteration from the columns of the workers first in worker_rank
+        # (2K columns: the oversampled basis), not from a random draw: a draw is made in the
+        # order of the codes, so new worker ids would start it elsewhere and, the iteration
+        # being stopped early, move the result
+        lead = np.argsort(worker_rank(data)[active])[: max(1, min(s, 2))]
+        q = x[:, (lead[:, None] * k + np.arange(k)).ravel()]
         vals, vecs, q = _top_psd(x, q, k, 30)
         for it in range(int(self.n_impute_iter)):
             low = (vecs * vals) @ vecs.T

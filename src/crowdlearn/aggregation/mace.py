@@ -107,7 +107,10 @@ class MACE(BaseAggregator):
     prior_alpha : float, default 1.0
         Pseudo-count of every class when ``fit_priors`` is on.
     random_state : int, default 0
-        Seed of the random starts and of the tie-breaking rule.
+        Seed of the random starts and of the tie-breaking rule.  The starts are drawn per
+        worker and class in the order of the sorted ids, so new ids (another sort order) act
+        like another seed: posteriors move by up to 1e-2 on the real sets (music), labels did
+        not change there.
 
     Attributes
     ----------

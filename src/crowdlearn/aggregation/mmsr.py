@@ -122,7 +122,10 @@ class MMSR(BaseAggregator):
         below the current value (the paper's ``F``, as a fraction of the worker's observed
         pairs).  ``0`` gives plain weighted alternating least squares.
     random_state : int, default 0
-        Seed of the uniform initial ``u`` and of tie-breaking.
+        Seed of the uniform initial ``u`` and of tie-breaking.  When the iteration does not
+        converge within ``n_iter`` rounds (``converged_`` False, e.g. on music) the result
+        depends on the start: another seed, or new worker ids (the start is drawn in the
+        order of the sorted ids), moved posteriors by up to 3e-3 there.
 
     Attributes
     ----------
@@ -252,7 +255,8 @@ class _MSRFilter:
     ``row + squash(ratio)`` keeps rows contiguous, so an entry's rank inside its row is just
     its position minus the row start; and since ratios reorder little from one step to the
     next, the previous permutation is reused as the starting point of an adaptive (Timsort)
-    sort, which then costs close to one pass.
+    sort, which then costs close to one pass.  Equal ratios are ordered by their weight, so
+    which of them the filter trims is read from the answers, not from the worker codes.
     """
 
     def __init__(self, indptr, indices, c, cnt, trim):
@@ -287,6 +291,12 @@ class _MSRFilter:
             sub = np.argsort(key, kind="stable")  # nearly sorted already: ~linear
             self.order = self.order[sub]
             key = key[sub]
+            tied = key[1:] == key[:-1]
+            if tied.any():
+                # equal ratios (e.g. every C_ij = 0) with different weights: order them by
+                # weight, so the trimmed ones follow the answers, not the order of the codes
+                at = np.flatnonzero(np.r_[tied, False] | np.r_[False, tied])
+                self.order[at] = self.order[at][np.lexsort((w[self.order[at]], key[at]))]
             # ratios below / above the current value v_j: prefix / suffix of the sorted row
             a_key = self.rows + self._squash(v_old)
             below = np.searchsorted(key, a_key, side="left") - self.indptr[:-1]

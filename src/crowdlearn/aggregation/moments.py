@@ -64,6 +64,7 @@ __all__ = [
     "diagonal_order",
     "active_workers",
     "pair_moments",
+    "worker_rank",
     "complete_unidentified",
 ]
 
@@ -150,12 +151,38 @@ def diagonal_order(conf_cols: np.ndarray, n_answers: np.ndarray) -> np.ndarray:
 
 
 
+def worker_rank(data: CrowdLabels) -> np.ndarray:
+    """Preference of every worker (0 = first) where a moment method chooses among workers its
+    statistics tie: partners sharing as many tasks, triples with as many common tasks, workers
+    with as many answers.
+
+    First the workers whose answers agree with more of the other answers on their tasks (the
+    share of those others giving the same label), then those with more answers, then the
+    code.  Read from the answers, so the choice does not follow the sort order of the ids: a
+    choice by code did, and on bluebirds, where every pair of workers shares all 108 tasks,
+    new worker ids changed TensorADMM's labels.  The shares are ratios of integer counts, so
+    they do not depend on the order of the rows either.
+    """
+    m = data.n_workers
+    counts = data.vote_counts()
+    same = counts[data.task, data.label] - 1.0  # the other answers agreeing with this one
+    others = np.diff(data.task_ptr)[data.task] - 1.0
+    agree_num = np.bincount(data.worker, weights=same, minlength=m)
+    agree_den = np.bincount(data.worker, weights=others, minlength=m)
+    agree = np.divide(agree_num, agree_den, out=np.zeros(m), where=agree_den > 0)
+    order = np.lexsort((np.arange(m), -data.labels_per_worker(), -agree))
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)
+    return rank
+
+
 def active_workers(data: CrowdLabels, max_workers: int) -> np.ndarray:
-    """Codes of the (at most ``max_workers``) most active workers, sorted."""
+    """Codes of the (at most ``max_workers``) most active workers, sorted (ties:
+    :func:`worker_rank`)."""
     per_worker = data.labels_per_worker()
     active = np.flatnonzero(per_worker > 0)
     if len(active) > max_workers:
-        order = np.lexsort((active, -per_worker[active]))
+        order = np.lexsort((worker_rank(data)[active], -per_worker[active]))
         active = np.sort(active[order[:max_workers]])
     return active
 
@@ -186,8 +213,10 @@ def pair_moments(data: CrowdLabels, active: np.ndarray, min_shared: int, max_par
     off = (shared.row != shared.col) & (shared.data >= min_shared)
     si, sl = shared.row[off].astype(np.int64), shared.col[off].astype(np.int64)
     sc = shared.data[off]
-    # top partners per worker (rows of the symmetric list), most shared first, ties by code
-    order = np.lexsort((sl, -sc, si))
+    # top partners per worker (rows of the symmetric list), most shared first, ties by
+    # worker_rank (not by code: the sort order of the ids)
+    rank = worker_rank(data)[active]
+    order = np.lexsort((rank[sl], -sc, si))
     si, sl, sc = si[order], sl[order], sc[order]
     start = np.searchsorted(si, si, side="left")
     rank = np.arange(len(si)) - start

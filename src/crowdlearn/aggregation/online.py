@@ -56,6 +56,7 @@ from ..core import kernels
 from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
+from ..core.tables import column_hint
 
 __all__ = ["StepwiseEM", "OnlineState", "IdCodes", "TASK_RESULTS", "grown_rows", "row_softmax"]
 
@@ -95,7 +96,7 @@ class OnlineState:
             missing = [c for c in ("task", "worker", "label") if c not in labels.columns]
             if missing:
                 raise ValueError(f"partial_fit: missing column(s) {missing}; the batch has columns "
-                                 f"{list(labels.columns)}")
+                                 f"{list(labels.columns)}" + column_hint(missing, labels.columns))
             return len(labels) == 0
         return isinstance(labels, (list, tuple)) and len(labels) == 0
 

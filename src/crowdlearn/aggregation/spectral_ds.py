@@ -29,7 +29,7 @@ start, fallbacks) is :class:`~crowdlearn.aggregation.moments.MomentThenEM`.
 Departures from the reference (documented, all deliberate)
 ----------------------------------------------------------
 * Spectral-DS groups: workers sorted by agreement with majority vote (ties: more answers,
-  then code) are dealt round-robin into the three groups, so the three views are about
+  then the agreement with the other answers on their tasks) are dealt round-robin into the three groups, so the three views are about
   equally informative; the reference uses worker index mod 3 (arbitrary ids), which makes
   the result depend on how workers happen to be numbered.  (This rule was compared with four
   other deterministic rules on the real benchmark sets: a choice made with their gold, see
@@ -73,6 +73,7 @@ from .moments import (
     diagonal_order,
     normalise_columns,
     prior_or_uniform,
+    worker_rank,
 )
 
 __all__ = ["SpectralDawidSkene"]
@@ -184,12 +185,15 @@ def _balanced_groups(data: CrowdLabels, per_worker: np.ndarray) -> np.ndarray:
     """Three worker groups of similar quality: round-robin in order of MV agreement.
 
     Workers sorted by their agreement with the majority vote (ties: more answers first,
-    then worker code) are dealt 0, 1, 2, 0, 1, 2, ... so that every view gets good and poor
-    workers alike; the weakest view bounds the conditioning of the whole spectral step.
+    then :func:`~crowdlearn.aggregation.moments.worker_rank`, read from the answers too) are
+    dealt 0, 1, 2, 0, 1, 2, ... so that every view gets good and poor workers alike; the
+    weakest view bounds the conditioning of the whole spectral step.  Ties used to go by
+    worker code: on zencrowd_us 33 of 74 workers tie on the first two keys (few answers, all
+    agreeing), so new worker ids dealt other groups and changed 4 labels.
     """
     agree = agreement_with(data, split_ties(vote_fractions(data)))
     m = data.n_workers
-    order = np.lexsort((np.arange(m), -per_worker, -agree))
+    order = np.lexsort((worker_rank(data), -per_worker, -agree))
     groups = np.empty(m, dtype=np.int64)
     groups[order] = np.arange(m) % 3
     return groups
@@ -240,7 +244,8 @@ class SpectralDawidSkene(MomentThenEM):
     _max_classes = 20
 
     def __crowd_tags__(self) -> Tags:
-        # groups depend on worker codes; restarts are random
+        # restarts are random, and workers tied on every key of the groups (a few answers,
+        # the same agreements) are dealt in code order: new ids can move posteriors a little
         return dataclasses.replace(super().__crowd_tags__(), stochastic=True)
 
     def __init__(

@@ -59,6 +59,7 @@ from .moments import (
     normalise_columns,
     pair_moments,
     prior_or_uniform,
+    worker_rank,
 )
 from .multispa import MultiSPA
 
@@ -113,7 +114,10 @@ def _triples(data: CrowdLabels, active, pairs, min_count, per_worker, max_total)
     """Worker triples (positions in ``active``) with enough common tasks, and their moments.
 
     Candidates are triangles of the kept ``pairs`` (``(pi, pl, cnt)``) whose three pair
-    counts reach ``min_count`` (a necessary condition), so sparse crowds cost little.
+    counts reach ``min_count`` (a necessary condition), so sparse crowds cost little.  Among
+    triples with as many common tasks, those of workers first in
+    :func:`~crowdlearn.aggregation.moments.worker_rank` are kept, never the first by code: on
+    a dense crowd (every triple shares every task) the codes alone would pick them.
     Returns ``(tri (T, 3), cnt (T,), moments (T, K, K, K))`` where ``moments[t, a, b, c]`` is
     the fraction of the common tasks on which the three answered ``a``, ``b``, ``c``.
     """
@@ -123,10 +127,18 @@ def _triples(data: CrowdLabels, active, pairs, min_count, per_worker, max_total)
         return empty
     pos = np.full(data.n_workers, -1, dtype=np.int64)
     pos[active] = np.arange(s)
+    rank = worker_rank(data)[active]
     keep = pos[data.worker] >= 0
     t_, w_, a_ = data.task[keep].astype(np.int64), pos[data.worker[keep]], data.label[keep]
-    # one answer per (task, worker): the first one (repeated answers are rare)
-    _, first = np.unique(t_ * s + w_, return_index=True)
+    # one answer per (task, worker) cell: a repeated answer counts once, and a worker who
+    # contradicts itself on a task gives no third-order evidence there (picking one of its
+    # answers would make the moments depend on the order of the rows, or on the class names)
+    cell = t_ * s + w_
+    order = np.lexsort((a_, cell))
+    cell, a_sorted = cell[order], a_[order]
+    start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])[: len(cell)]
+    agree = np.minimum.reduceat(a_sorted, start) == np.maximum.reduceat(a_sorted, start)
+    first = order[start[agree]]
     t_, w_, a_ = t_[first], w_[first], a_[first]
     ans = sp.csr_matrix((a_ + 1.0, (t_, w_)), shape=(n, s))  # answer + 1, 0 = no answer
     bin_ = ans.copy()
@@ -147,13 +159,15 @@ def _triples(data: CrowdLabels, active, pairs, min_count, per_worker, max_total)
         co = (sub.T @ sub).tocoo()
         ok = (co.row < co.col) & (co.data >= min_count)
         r, c, v = cand[co.row[ok]], cand[co.col[ok]], co.data[ok]
-        top = np.lexsort((c, r, -v))[:per_worker]
+        # ties: the pair with the best-ranked worker pair (distinct pairs differ in the sum of
+        # their ranks or, failing that, in the better rank)
+        top = np.lexsort((np.minimum(rank[r], rank[c]), rank[r] + rank[c], -v))[:per_worker]
         for rr, cc, vv in zip(r[top], c[top], v[top]):
             key = tuple(sorted((i, int(rr), int(cc))))
             chosen[key] = int(vv)
     if not chosen:
         return empty
-    keys = sorted(chosen, key=lambda t: (-chosen[t], t))[:max_total]
+    keys = sorted(chosen, key=lambda t: (-chosen[t], sorted(int(rank[w]) for w in t)))[:max_total]
     tri = np.array(sorted(keys), dtype=np.int64)
     cnt = np.array([chosen[tuple(t)] for t in tri.tolist()], dtype=np.float64)
     moments = np.zeros((len(tri), k, k, k))

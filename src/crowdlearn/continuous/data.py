@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
 
@@ -167,7 +168,7 @@ class ContinuousAnswers(AnswerTable):
             first = int(np.argmax(bad))
             raise ValueError(f"gold value {_show(g.iloc[first])} of task {_show(g.index[first])} "
                              "is not a finite number")
-        pos = self.tasks.get_indexer(g.index)
+        pos = positions_by_value(self.tasks, g.index, "the answers' tasks")  # 17 is "17"
         ok = pos >= 0
         out[pos[ok]] = values[ok]
         return out
@@ -231,7 +232,8 @@ class ContinuousAnswers(AnswerTable):
                 raise ValueError(f"column {col!r} appears {count} times in the table")
         missing = [c for c in cols.values() if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
         for col in (task, worker):

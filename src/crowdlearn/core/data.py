@@ -18,7 +18,8 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "factorize_ids", "row_list", "strip_text"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids",
+           "positions_by_value", "row_list", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -180,6 +181,57 @@ def _number_key(value: Any) -> Decimal | None:
             return None
         return number if number.is_finite() else None
     return None
+
+
+def _value_key(value: Any) -> Hashable:
+    """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
+    spells (as a Decimal, whose hash equals the number's), else its text."""
+    if isinstance(value, (str, int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+        try:
+            number = Decimal(value.strip() if isinstance(value, str) else str(value))
+        except (InvalidOperation, ValueError):
+            number = None
+        if number is not None and number.is_finite():
+            return number
+    return ("text", str(value))
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    """Whether two collections hold values of the same inferred type (then ``==`` is right)."""
+    return pd.api.types.infer_dtype(a, skipna=True) == pd.api.types.infer_dtype(b, skipna=True)
+
+
+def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
+    """Position of each of ``values`` in ``target`` (-1 when absent).
+
+    Exact when both hold the same type of value; by value (:func:`_value_key`) when they do
+    not, because ids and labels read from a file by this library are text while
+    ``pd.read_csv`` gives numbers, and ``"17" == 17`` is False: without this a truth file read
+    with pandas would match no task, or count every label wrong.
+    """
+    values = pd.Index(values)
+    if len(values) == 0:
+        return np.empty(0, dtype=np.intp)
+    if _same_kind(target, values):
+        if not target.is_unique:
+            raise ValueError(f"{what} holds {target[target.duplicated()][0]!r} more than once")
+        return target.get_indexer(values)
+    keys = pd.Index([_value_key(v) for v in target], dtype=object)
+    if not keys.is_unique:
+        raise ValueError(
+            f"{what} holds two values spelling the same number ({target[keys.duplicated()][0]!r}); "
+            "give both sides ids and labels of the same type"
+        )
+    return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
+
+
+def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``a == b`` (missing values unequal), by value when the types differ."""
+    present = pd.notna(a) & pd.notna(b)
+    if _same_kind(a, b):
+        return np.asarray(a == b, dtype=bool) & present
+    same = np.fromiter((_value_key(x) == _value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
+    return same & present
 
 
 def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
@@ -439,6 +491,21 @@ class CrowdLabels:
             self._codes_cache["worker_order"] = order
         return order
 
+    def canonical_order(self) -> np.ndarray:
+        """Positions of the answers sorted by (task, worker, label) codes, built once and cached.
+
+        The answers of a task are stored in the order of the rows they were read from, so
+        anything drawn or chosen per answer (a random start, cross-validation folds, the
+        first of repeated answers) follows this order instead, and the result does not
+        depend on how the rows of a file were ordered.  Equal answers are interchangeable.
+        """
+        order = self._codes_cache.get("canonical_order")
+        if order is None:
+            order = np.lexsort((self.label, self.worker, self.task))
+            order.flags.writeable = False
+            self._codes_cache["canonical_order"] = order
+        return order
+
     def labels_per_worker(self) -> np.ndarray:
         return np.bincount(self.worker, minlength=self.n_workers)
 
@@ -581,8 +648,11 @@ class CrowdLabels:
                 )
         missing = [c for c in (task, worker, label) if c not in df.columns]
         if missing:
+            from .tables import column_hint
+
             raise ValueError(
                 f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                + column_hint(missing, df.columns)
             )
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
@@ -666,7 +736,9 @@ class CrowdLabels:
         truth_codes = None
         if truth_s is not None:
             truth_codes = np.full(len(task_index), -1, dtype=np.int32)
-            pos = task_index.get_indexer(truth_s.index)
+            # by value: text task ids from a file and a truth Series read by pd.read_csv (17,
+            # not "17") are the same tasks
+            pos = positions_by_value(task_index, truth_s.index, "the answers' tasks")
             cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
             if np.any(cls_codes < 0):
                 first = int(np.flatnonzero(cls_codes < 0)[0])
@@ -863,7 +935,7 @@ class CrowdLabels:
         gold_s = _normalise_label_values(strip_text(gold_s, index=True).dropna())
         codes = np.full(self.n_tasks, -1, dtype=np.int32)
         gold_s = _gold_as_classes(gold_s, self.classes)
-        pos = self.tasks.get_indexer(gold_s.index)
+        pos = positions_by_value(self.tasks, gold_s.index, "the answers' tasks")
         cls_codes = self.classes.get_indexer(gold_s)
         if np.any(cls_codes < 0):
             bad = gold_s.to_numpy()[cls_codes < 0][0]

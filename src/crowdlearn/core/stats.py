@@ -259,7 +259,8 @@ def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState, ids: pd.In
     does not depend on how many other tasks are tied; with ``ids`` it does not depend on the
     task's position either, so a task split off into another partition or file
     (:mod:`crowdlearn.scale`) is broken the same way.  Keys are only computed for the
-    (usually few) tied rows, not for all N x K cells.
+    (usually few) tied rows, not for all N x K cells.  A renamed task, or classes renamed
+    into another sort order, draw the tie anew (the rows' order never matters).
     """
     n, k = proba.shape
     if k == 0:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns",
-           "naming_file"]
+           "column_hint", "naming_file"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -56,18 +56,25 @@ def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:
     if missing:
         raise ValueError(
             f"{path}: missing column(s) {missing}; the file has columns {list(df.columns)}"
-            + _column_hint(missing, df.columns, path)
+            + column_hint(missing, df.columns, path)
         )
 
 
-def _column_hint(missing, present, path) -> str:
-    """Why the columns look missing, when the header says: spaces around names, or another
-    separator than the one the file name implies."""
+def column_hint(missing, present, path=None) -> str:
+    """Why the columns look missing, when the names say: spaces around a name, another
+    capitalisation, or (for a file ``path``) another separator than the one the file name
+    implies.  An empty string when nothing explains it."""
     names = [str(c) for c in present]
     spaced = [c for c in names if c != c.strip() and c.strip() in missing]
     if spaced:
         return f" (the name {spaced[0]!r} has spaces around it; remove them from the header)"
-    if len(names) == 1:
+    lowered = {str(m).lower(): m for m in missing}
+    cased = [c for c in names if c.strip().lower() in lowered]
+    if cased:
+        wanted = lowered[cased[0].strip().lower()]
+        return (f" (column names are case-sensitive: {cased[0]!r} is not {wanted!r}; rename the "
+                "column or give its name as written)")
+    if path is not None and len(names) == 1:
         for sep, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
             if sep in names[0]:
                 ext = {"\t": ".tsv", ",": ".csv"}.get(sep)

@@ -17,14 +17,13 @@ Worker models
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from decimal import Decimal, InvalidOperation
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels, equal_by_value, positions_by_value
 
 __all__ = [
     "accuracy",
@@ -55,55 +54,6 @@ def _gold_series(truth: Any) -> pd.Series:
         f"truth must be a Series or mapping task -> class, or a CrowdLabels with gold; "
         f"got {type(truth).__name__}"
     )
-
-
-def _value_key(value: Any) -> Hashable:
-    """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
-    spells (as a Decimal, whose hash equals the number's), else its text."""
-    if isinstance(value, (str, int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        try:
-            number = Decimal(value.strip() if isinstance(value, str) else str(value))
-        except (InvalidOperation, ValueError):
-            number = None
-        if number is not None and number.is_finite():
-            return number
-    return ("text", str(value))
-
-
-def _same_kind(a: Any, b: Any) -> bool:
-    """Whether two collections hold values of the same inferred type (then ``==`` is right)."""
-    return pd.api.types.infer_dtype(a, skipna=True) == pd.api.types.infer_dtype(b, skipna=True)
-
-
-def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
-    """Position of each of ``values`` in ``target`` (-1 when absent).
-
-    Exact when both hold the same type of value; by value (:func:`_value_key`) when they do
-    not, because ids and labels read from a file by this library are text while
-    ``pd.read_csv`` gives numbers, and ``"17" == 17`` is False: without this a truth file read
-    with pandas would match no task, or count every label wrong.
-    """
-    values = pd.Index(values)
-    if _same_kind(target, values):
-        if not target.is_unique:
-            raise ValueError(f"{what} holds {target[target.duplicated()][0]!r} more than once")
-        return target.get_indexer(values)
-    keys = pd.Index([_value_key(v) for v in target], dtype=object)
-    if not keys.is_unique:
-        raise ValueError(
-            f"{what} holds two values spelling the same number ({target[keys.duplicated()][0]!r}); "
-            "give the truth with the same id and label types as the predictions"
-        )
-    return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
-
-
-def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise ``a == b`` (missing values unequal), by value when the types differ."""
-    present = pd.notna(a) & pd.notna(b)
-    if _same_kind(a, b):
-        return np.asarray(a == b, dtype=bool) & present
-    same = np.fromiter((_value_key(x) == _value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
-    return same & present
 
 
 def _task_class_counts(labels: CrowdLabels):

@@ -294,7 +294,10 @@ class MMLC(CrowdClassifier):
         s = self._sizes(data, X.shape[1])
         dev = self.device_
         self._X = X
-        self._task, self._worker, self._label = (torch.as_tensor(a.astype(np.int64), device=dev)
+        # unit i is the i-th answer in (task, worker, label) order: the seeded split and
+        # shuffles then do not depend on the order of the rows the answers were read from
+        order = data.canonical_order()
+        self._task, self._worker, self._label = (torch.as_tensor(a[order].astype(np.int64), device=dev)
                                                  for a in (data.task, data.worker, data.label))
         train_idx, val_idx = self._split(self._training_units(data), self._rng)
         self.n_epochs_, self.best_epoch_ = self._train(data, train_idx, val_idx, s["epochs"], [],

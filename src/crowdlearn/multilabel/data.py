@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import CrowdLabels, factorize_ids, row_list
+from ..core.data import CrowdLabels, factorize_ids, positions_by_value, row_list
+from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
 
@@ -239,7 +240,8 @@ class MultiLabelAnswers(AnswerTable):
             raise ValueError(f"task, worker and label need three different columns, got {cols}")
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
         for col in (task, worker):
@@ -287,7 +289,7 @@ class MultiLabelAnswers(AnswerTable):
         tag_code = tag_code[np.lexsort((tag_code, np.repeat(np.arange(len(lengths)), lengths)))]
         truth_args = {}
         if truth_s is not None:
-            pos = task_index.get_indexer(truth_s.index)
+            pos = positions_by_value(task_index, truth_s.index, "the answers' tasks")  # 17 is "17"
             tcodes = tag_index.get_indexer(pd.Index(truth_flat, dtype=object)) if truth_flat else np.zeros(0, np.int64)
             if np.any(tcodes < 0):
                 raise ValueError(f"true tag {truth_flat[int(np.flatnonzero(tcodes < 0)[0])]!r} is not one "

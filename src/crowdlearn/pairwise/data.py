@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
 __all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
@@ -47,7 +48,8 @@ def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int
         raise ValueError(f"each role needs its own column; got {roles}")
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+        raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                         + column_hint(missing, df.columns))
     for col in cols:
         if int(np.sum(df.columns == col)) > 1:
             raise ValueError(f"column {col!r} appears more than once in the table")
@@ -380,7 +382,7 @@ class Comparisons(AnswerTable):
                 raise ValueError(f"truth for item {truth_s.index[bad_truth][0]!r} is not a "
                                  f"finite number: {truth_s[bad_truth].iloc[0]!r}")
             truth_arr = np.full(len(items), np.nan)
-            pos = items.get_indexer(truth_s.index)
+            pos = positions_by_value(items, truth_s.index, "the compared items")  # 17 is "17"
             ok = pos >= 0
             truth_arr[pos[ok]] = values[ok]
         return cls(worker_codes, left_codes, right_codes, outcome, workers, items,

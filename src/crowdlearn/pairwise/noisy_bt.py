@@ -100,6 +100,23 @@ def worker_information(s: np.ndarray, q: np.ndarray, g: np.ndarray, tau: float,
             np.bincount(data.worker, weights=info_g, minlength=m))
 
 
+def _in_code_order(data: Comparisons) -> Comparisons:
+    """``data`` with its answers in (worker, left, right, outcome) code order.
+
+    The objective sums over the answers in the order they are stored, i.e. the rows of the
+    file; L-BFGS's and empirical Bayes's stopping rules can turn the rounding difference of
+    another order into another number of rounds, and shuffled rows of music_similarity_pairs
+    moved the scores by 2e-3.  In code order the sums, and so the fit, do not depend on the
+    order of the rows.
+    """
+    order = np.lexsort((data.outcome, data.right, data.left, data.worker))
+    if np.array_equal(order, np.arange(len(order))):
+        return data
+    return Comparisons(data.worker[order], data.left[order], data.right[order], data.outcome[order],
+                       data.workers, data.items, truth=data.truth, item_group=data.item_group,
+                       item_name=data.item_name)
+
+
 def _mackay_precision(resid: np.ndarray, info: np.ndarray, lam: float) -> float:
     """MacKay's (1992) evidence update of a Gaussian prior precision: ``gamma / sum r^2``,
     ``gamma = sum_w I_w / (I_w + lam)`` the number of worker parameters the data determine
@@ -175,6 +192,13 @@ class NoisyBT(PairwiseEstimator):
     random_state : int, default 0
         Unused (deterministic start); kept for the common interface.
 
+    Notes
+    -----
+    The fit does not depend on the order of the rows (the answers are summed in code order).
+    New worker or item ids sum them in another order, and the stopping rules above can then
+    end one empirical-Bayes round apart: on music_similarity_pairs the scores moved by up to
+    3e-3, the ranking did not change.
+
     Attributes
     ----------
     worker_reliability_ : Series worker -> sigmoid(g_w), the skill
@@ -211,6 +235,7 @@ class NoisyBT(PairwiseEstimator):
     def _fit(self, data: Comparisons) -> PairwiseFit:
         import pandas as pd
 
+        data = _in_code_order(data)
         fixed = self._precisions()
         n, m = data.n_items, data.n_workers
         lam = float(self.prior_strength)

@@ -33,6 +33,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.data import CrowdLabels
+from ..core.tables import column_hint
 from .coding import Coding, Columns, strip_columns
 from .driver import apply_output, collect_results, fit_program
 from .programs import Round, combine_all
@@ -228,7 +229,8 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     ddf = _as_dask_frame(answers, columns)
     missing = [c for c in columns.names if c not in ddf.columns]
     if missing:
-        raise ValueError(f"missing column(s) {missing}; the answers have columns {list(ddf.columns)}")
+        raise ValueError(f"missing column(s) {missing}; the answers have columns {list(ddf.columns)}"
+                         + column_hint(missing, ddf.columns))
     # text ids and labels stripped as in memory, before the shuffle hashes the task ids
     ddf = ddf[columns.names].map_partitions(strip_columns, columns)
     stage(f"coding the worker ids and labels of {ddf.npartitions} partition(s)")

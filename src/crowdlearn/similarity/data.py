@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
 
@@ -215,7 +216,8 @@ class SimilarityAnswers(AnswerTable):
             raise ValueError(f"each role needs its own column; got {roles}")
         missing = [c for c in cols if c not in df.columns]
         if missing:
-            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}")
+            raise ValueError(f"missing column(s) {missing}; the table has columns {list(df.columns)}"
+                             + column_hint(missing, df.columns))
         for col in cols:
             if int(np.sum(df.columns == col)) > 1:
                 raise ValueError(f"column {col!r} appears more than once in the table")
@@ -254,7 +256,7 @@ class SimilarityAnswers(AnswerTable):
             truth_s = truth_s[truth_s.notna().to_numpy()]
             cluster_codes, _ = factorize_ids(truth_s, "cluster")
             truth_codes = np.full(len(items), -1, dtype=np.int32)
-            pos = items.get_indexer(truth_s.index)
+            pos = positions_by_value(items, truth_s.index, "the answers' items")  # 17 is "17"
             ok = pos >= 0
             truth_codes[pos[ok]] = cluster_codes[ok]
 

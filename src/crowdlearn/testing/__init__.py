@@ -27,6 +27,7 @@ from .checks import (
     check_pickle_round_trip,
     check_predict_proba_matches_probas,
     check_relabel_invariance,
+    check_row_order_invariance,
     check_zero_answer_tasks,
 )
 from .data import toy_crowd

@@ -38,6 +38,7 @@ __all__ = [
     "check_pickle_round_trip",
     "check_predict_proba_matches_probas",
     "check_relabel_invariance",
+    "check_row_order_invariance",
     "check_zero_answer_tasks",
     "configure",
     "crowd_for",
@@ -359,6 +360,39 @@ def check_relabel_invariance(est: Any) -> None:
         err_msg=f"{who}: posteriors change when ids are renamed/reordered "
                 f"(tolerance invariance_atol={tags.invariance_atol})",
     )
+
+
+def check_row_order_invariance(est: Any) -> None:
+    """Shuffling the rows of the answer table, with the same ids and the same seed, changes
+    nothing: posteriors within the tag ``invariance_atol`` and the same labels, for
+    ``stochastic`` methods too (their draws follow the answers, not the rows of a file).  The
+    crowd holds repeated (task, worker) answers, half of them contradicting the first."""
+    who, est = describe(est), configure(est)
+    data = crowd_for(est, seed=6)
+    frame = data.to_frame()
+    rng = np.random.default_rng(6)
+    again = frame.iloc[np.sort(rng.choice(len(frame), 12, replace=False))].copy()
+    codes = data.classes.get_indexer(again["label"].iloc[:6])
+    again.iloc[:6, again.columns.get_loc("label")] = data.classes.take((codes + 1) % data.n_classes)
+    frame = pd.concat([frame, again], ignore_index=True)
+    truth = data.truth_series()
+    features = None if data.features is None else pd.DataFrame(data.features, index=data.tasks)
+
+    def fit(rows: pd.DataFrame):
+        return clone(est).fit(CrowdLabels.from_frame(rows, truth=truth, features=features))
+
+    a = fit(frame)
+    b = fit(frame.iloc[rng.permutation(len(frame))].reset_index(drop=True))
+    pb = b.probas_.reindex(index=a.probas_.index, columns=a.probas_.columns)
+    np.testing.assert_allclose(
+        pb.to_numpy(float), _probas(a), atol=get_tags(est).invariance_atol,
+        err_msg=f"{who}: posteriors change when the rows of the answers are shuffled "
+                f"(tolerance invariance_atol={get_tags(est).invariance_atol})",
+    )
+    changed = a.labels_ != b.labels_.reindex(a.labels_.index)
+    assert not changed.any(), (
+        f"{who}: labels change when the rows of the answers are shuffled, e.g. task "
+        f"{a.labels_.index[changed.to_numpy()][0]!r}")
 
 
 def check_gold_clamps(est: Any) -> None:

@@ -57,7 +57,7 @@ def estimator_checks(estimator: Any) -> Iterator[Callable]:
     pickling, invariance to renaming and reordering).  Then, by tags: ``has_worker_model``
     adds the predict_proba / probas_ agreement, ``accepts_gold`` gold clamping; truth
     inference methods (kinds ``"classification"`` and ``"ordinal"``) are checked for accuracy
-    on an easy crowd and degenerate crowds; learners (kind ``"learning"``) for what they learn.
+    on an easy crowd, degenerate crowds and invariance to the order of the rows; learners (kind ``"learning"``) for what they learn.
     Methods of the other answer kinds (continuous, multi-label, pairwise, similarity) get the
     same contract written against ``result_frame`` (:mod:`crowdlearn.testing.kinds`) and
     their kind's own checks.
@@ -77,6 +77,7 @@ def estimator_checks(estimator: Any) -> Iterator[Callable]:
     else:
         yield c.check_better_than_chance
         yield c.check_degenerate_inputs
+        yield c.check_row_order_invariance
 
 
 def _check_name(check: Callable) -> str:
