@@ -697,6 +697,12 @@ def test_strong_connectivity_is_the_same_on_numba_and_scipy(monkeypatch):
     pc = PairCounts(np.array([0, 0, 1]), np.array([1, 2, 2]), np.array([1, 0, 1]), np.array([0, 1, 1]),
                     np.zeros(3, int))
     assert wins_strongly_connected(pc, 3)  # 0 -> 1 <-> 2 -> 0
+    # an item in no comparison leaves the others' connectivity alone, on either back end
+    for name in ("numba", "numpy"):
+        monkeypatch.setattr(pw_base, "resolve_backend", lambda backend, n_pairs, name=name: name)
+        assert wins_strongly_connected(pc, 4)
+        assert not wins_strongly_connected(PairCounts(pc.a, pc.b, np.array([1, 1, 1]), np.array([0, 0, 1]),
+                                                      np.zeros(3, int)), 4)
 
 
 def test_noisy_bt_ignores_the_order_of_the_rows():

@@ -78,7 +78,9 @@ def wins_strongly_connected(pc: PairCounts, n_items: int) -> bool:
     Ford's (1957) condition: the Bradley-Terry likelihood has a finite maximum exactly when
     this directed graph is strongly connected.  When it is not (an item that wins, or loses,
     all its comparisons; groups never compared), only the prior holds some scores, the
-    posterior is flat along them, and MM's steps there shrink to nothing.
+    posterior is flat along them, and MM's steps there shrink to nothing.  Items in no
+    comparison are left out: the prior alone sets them (to 0), and no other score depends
+    on them.
     """
     if n_items <= 1:
         return True
@@ -100,8 +102,9 @@ def wins_strongly_connected(pc: PairCounts, n_items: int) -> bool:
     rows = np.concatenate([pc.a[forward], pc.b[backward]])
     cols = np.concatenate([pc.b[forward], pc.a[backward]])
     graph = coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n_items, n_items))
-    n_parts, _ = connected_components(graph, directed=True, connection="strong")
-    return n_parts == 1
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    present = np.unique(np.concatenate([pc.a, pc.b]))
+    return len(np.unique(labels[present])) <= 1  # an item in no pair has no flat direction
 
 
 def pair_counts(data: Comparisons, weights_left: np.ndarray | None = None) -> PairCounts:

@@ -347,9 +347,9 @@ def union_find_components(a, b, n_items):
 
 
 @numba.njit(cache=True, nogil=True)
-def _reaches_all(src, dst, n_items):
-    """Whether a depth-first search from item 0 along the edges ``src -> dst`` reaches every
-    item (adjacency built by a counting sort: O(edges + items))."""
+def _reaches_all(src, dst, n_items, first, n_present):
+    """Whether a depth-first search from item ``first`` along the edges ``src -> dst`` reaches
+    ``n_present`` items (adjacency built by a counting sort: O(edges + items))."""
     start = np.zeros(n_items + 1, dtype=np.int64)
     for e in range(len(src)):
         start[src[e] + 1] += 1
@@ -362,8 +362,8 @@ def _reaches_all(src, dst, n_items):
         fill[src[e]] += 1
     seen = np.zeros(n_items, dtype=np.bool_)
     stack = np.empty(n_items, dtype=np.int64)
-    seen[0] = True
-    stack[0] = 0
+    seen[first] = True
+    stack[0] = first
     top, count = 1, 1
     while top > 0:
         top -= 1
@@ -375,14 +375,28 @@ def _reaches_all(src, dst, n_items):
                 stack[top] = v
                 top += 1
                 count += 1
-    return count == n_items
+    return count == n_present
+
+
+@numba.njit(cache=True, nogil=True)
+def _n_present(a, b, n_items):
+    """How many items occur in the pairs."""
+    present = np.zeros(n_items, dtype=np.bool_)
+    for k in range(len(a)):
+        present[a[k]] = True
+        present[b[k]] = True
+    return int(present.sum())
 
 
 @numba.njit(cache=True, nogil=True)
 def strongly_connected(a, b, forward, backward, n_items):
-    """Whether the directed graph with an edge ``a -> b`` where ``forward`` and ``b -> a``
-    where ``backward`` is strongly connected: item 0 reaches every item, and every item
-    reaches item 0 (a search on the reversed edges)."""
+    """Whether the directed graph on the items of the pairs, with an edge ``a -> b`` where
+    ``forward`` and ``b -> a`` where ``backward``, is strongly connected: one item reaches
+    every item, and every item reaches it (a search on the reversed edges).  Items in no pair
+    are left out."""
+    if len(a) == 0:
+        return True
+    n_present = _n_present(a, b, n_items)
     n_edges = 0
     for k in range(len(a)):
         n_edges += forward[k] + backward[k]
@@ -396,14 +410,18 @@ def strongly_connected(a, b, forward, backward, n_items):
         if backward[k]:
             src[e], dst[e] = b[k], a[k]
             e += 1
-    return _reaches_all(src, dst, n_items) and _reaches_all(dst, src, n_items)
+    return (_reaches_all(src, dst, n_items, a[0], n_present)
+            and _reaches_all(dst, src, n_items, a[0], n_present))
 
 
 @numba.njit(cache=True, nogil=True)
 def mutually_connected(a, b, wins_a, wins_b, ties, n_items):
-    """Whether the pairs whose items both beat (or tied) each other connect every item: a
-    union-find over them that stops as soon as one component is left (on a dense crowd,
-    after a small share of the pairs).  Sufficient for strong connectivity."""
+    """Whether the pairs whose items both beat (or tied) each other connect every item of the
+    pairs: a union-find over them that stops as soon as one component is left (on a dense
+    crowd, after a small share of the pairs).  Sufficient for strong connectivity."""
+    n_present = _n_present(a, b, n_items)
+    if n_present <= 1:
+        return True
     parent = np.arange(n_items)
     merges = 0
     for k in range(len(a)):
@@ -411,6 +429,6 @@ def mutually_connected(a, b, wins_a, wins_b, ties, n_items):
             continue
         if _union(parent, a[k], b[k]):
             merges += 1
-            if merges == n_items - 1:
+            if merges == n_present - 1:
                 return True
-    return n_items <= 1
+    return False
