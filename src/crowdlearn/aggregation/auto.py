@@ -283,9 +283,7 @@ class AutoAggregator(BaseAggregator):
     random_state : int
         Seed of the folds and of every candidate.  The folds are drawn over the answers in
         (task, worker, label) code order: the order of the rows does not matter, but new ids
-        (another sort order) draw other folds, as another seed would, and so other weights
-        (on face 1 of 584 labels changed with new ids, 5 with new class names; 2 of 807 on
-        dog).
+        (another sort order) draw other folds, as another seed would, and so other weights.
 
     Attributes
     ----------

@@ -86,7 +86,7 @@ class KOS(BaseAggregator):
         Seed of the ``N(1, 1)`` initial worker messages and of tie-breaking.  The messages
         are drawn per answer in (task, worker, label) order, so the order of the rows does
         not matter; new ids (another sort order) draw other starts, which moves the
-        posteriors by up to 2e-3 (duchenne; labels did not change on the real sets tried).
+        posteriors a little.
 
     Attributes
     ----------

@@ -109,8 +109,7 @@ class MACE(BaseAggregator):
     random_state : int, default 0
         Seed of the random starts and of the tie-breaking rule.  The starts are drawn per
         worker and class in the order of the sorted ids, so new ids (another sort order) act
-        like another seed: posteriors move by up to 1e-2 on the real sets (music), labels did
-        not change there.
+        like another seed.
 
     Attributes
     ----------

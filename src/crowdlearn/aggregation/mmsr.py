@@ -125,7 +125,7 @@ class MMSR(BaseAggregator):
         Seed of the uniform initial ``u`` and of tie-breaking.  When the iteration does not
         converge within ``n_iter`` rounds (``converged_`` False, e.g. on music) the result
         depends on the start: another seed, or new worker ids (the start is drawn in the
-        order of the sorted ids), moved posteriors by up to 3e-3 there.
+        order of the sorted ids), moves the posteriors.
 
     Attributes
     ----------

@@ -304,8 +304,14 @@ class StepwiseEM(OnlineState):
                 batch_stat = inc.T @ post
             stat = (1.0 - eta) * old + (eta / batch.n_labels) * batch_stat
             prior_stat = (1.0 - eta) * st["prior_stat"] + eta * post.mean(axis=0)
-            counts = (self._online_loo_counts(st, stat, stat_r, others, n_now, 1.0 - eta, backend) if loo
-                      else stat * n_now)
+            if loo:
+                # the population: these rows plus the other workers' decayed totals (kept for
+                # the commit below)
+                pop_s, pop_r = loo_population(stat, stat_r, others, 1.0 - eta)
+                counts = regressed_counts(stat * n_now, stat_r * n_now, pop_s * n_now, pop_r * n_now,
+                                          st["anchor"], backend)
+            else:
+                counts = stat * n_now
             log_table = self._table_from_counts(np.ascontiguousarray(counts), pseudo, backend)
             log_prior = self._online_log_prior(prior_stat, n_now)
         # the evidence stored per task is frozen once written, so it is scored with
@@ -313,7 +319,6 @@ class StepwiseEM(OnlineState):
         # the moment calls impossible must not veto a class for good
         frozen = self._table_from_counts(np.ascontiguousarray(counts + 1.0), pseudo, backend)
         if loo:
-            pop_s, pop_r = loo_population(stat, stat_r, others, 1.0 - eta)
             self._online_commit(st, cells, stat, eta, {"rraw": stat_r}, {"raw": pop_s, "rraw": pop_r})
         else:
             self._online_commit(st, cells, stat, eta)
@@ -342,14 +347,6 @@ class StepwiseEM(OnlineState):
             st["rraw"] = grown_rows(st["rraw"], len(st["raw"]))
             st["table"] = grown_rows(st["table"], len(st["raw"]))
         return st["leave_one_out"]
-
-    @staticmethod
-    def _online_loo_counts(st: dict, stat: np.ndarray, stat_r: np.ndarray, others: dict,
-                           n: float, decay: float, backend: str) -> np.ndarray:
-        """Soft counts of the rows ``stat`` from leave-one-out statistics; the population
-        is these rows plus ``decay`` times the other workers' totals ``others``."""
-        pop_s, pop_r = loo_population(stat, stat_r, others, decay)
-        return regressed_counts(stat * n, stat_r * n, pop_s * n, pop_r * n, st["anchor"], backend)
 
     def _online_pseudo(self, k: int, m: int, rows: np.ndarray | None = None) -> np.ndarray:
         """The host's pseudo-counts, restricted to ``rows`` when they are per worker."""

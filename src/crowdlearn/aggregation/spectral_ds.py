@@ -187,9 +187,9 @@ def _balanced_groups(data: CrowdLabels, per_worker: np.ndarray) -> np.ndarray:
     Workers sorted by their agreement with the majority vote (ties: more answers first,
     then :func:`~crowdlearn.aggregation.moments.worker_rank`, read from the answers too) are
     dealt 0, 1, 2, 0, 1, 2, ... so that every view gets good and poor workers alike; the
-    weakest view bounds the conditioning of the whole spectral step.  Ties used to go by
-    worker code: on zencrowd_us 33 of 74 workers tie on the first two keys (few answers, all
-    agreeing), so new worker ids dealt other groups and changed 4 labels.
+    weakest view bounds the conditioning of the whole spectral step.  Ties on the first two
+    keys are common (workers with a few answers, all agreeing): by worker code, new ids
+    would deal other groups.
     """
     agree = agreement_with(data, split_ties(vote_fractions(data)))
     m = data.n_workers

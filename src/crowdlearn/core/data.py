@@ -185,15 +185,9 @@ def _number_key(value: Any) -> Decimal | None:
 
 def _value_key(value: Any) -> Hashable:
     """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
-    spells (as a Decimal, whose hash equals the number's), else its text."""
-    if isinstance(value, (str, int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        try:
-            number = Decimal(value.strip() if isinstance(value, str) else str(value))
-        except (InvalidOperation, ValueError):
-            number = None
-        if number is not None and number.is_finite():
-            return number
-    return ("text", str(value))
+    spells (:func:`_number_key`; a Decimal's hash equals the number's), else its text."""
+    number = _number_key(value)
+    return number if number is not None else ("text", str(value))
 
 
 def _same_kind(a: Any, b: Any) -> bool:

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 __all__ = ["rao_kupper_loop", "rao_kupper_terms", "dense_pair_codes", "count_outcomes",
-           "union_find_components", "strongly_connected", "mutually_connected"]
+           "union_find_components", "strongly_connected"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -389,25 +389,29 @@ def _n_present(a, b, n_items):
 
 
 @numba.njit(cache=True, nogil=True)
-def strongly_connected(a, b, forward, backward, n_items):
+def strongly_connected(a, b, wins_a, wins_b, ties, n_items):
     """Whether the directed graph on the items of the pairs, with an edge ``a -> b`` where
-    ``forward`` and ``b -> a`` where ``backward``, is strongly connected: one item reaches
-    every item, and every item reaches it (a search on the reversed edges).  Items in no pair
-    are left out."""
-    if len(a) == 0:
-        return True
+    ``a`` beat or tied with ``b`` (and ``b -> a`` likewise), is strongly connected.  Items in
+    no pair are left out.
+
+    First the common case: the pairs that went both ways already connect every item
+    (:func:`_mutually_connected`, which stops once they do, usually after a small share of
+    the pairs).  Otherwise one item must reach every item, and every item reach it (a search
+    on the reversed edges)."""
     n_present = _n_present(a, b, n_items)
+    if n_present <= 1 or _mutually_connected(a, b, wins_a, wins_b, ties, n_items, n_present):
+        return True
     n_edges = 0
     for k in range(len(a)):
-        n_edges += forward[k] + backward[k]
+        n_edges += (wins_a[k] > 0 or ties[k] > 0) + (wins_b[k] > 0 or ties[k] > 0)
     src = np.empty(n_edges, dtype=np.int64)
     dst = np.empty(n_edges, dtype=np.int64)
     e = 0
     for k in range(len(a)):
-        if forward[k]:
+        if wins_a[k] > 0 or ties[k] > 0:
             src[e], dst[e] = a[k], b[k]
             e += 1
-        if backward[k]:
+        if wins_b[k] > 0 or ties[k] > 0:
             src[e], dst[e] = b[k], a[k]
             e += 1
     return (_reaches_all(src, dst, n_items, a[0], n_present)
@@ -415,13 +419,10 @@ def strongly_connected(a, b, forward, backward, n_items):
 
 
 @numba.njit(cache=True, nogil=True)
-def mutually_connected(a, b, wins_a, wins_b, ties, n_items):
-    """Whether the pairs whose items both beat (or tied) each other connect every item of the
-    pairs: a union-find over them that stops as soon as one component is left (on a dense
-    crowd, after a small share of the pairs).  Sufficient for strong connectivity."""
-    n_present = _n_present(a, b, n_items)
-    if n_present <= 1:
-        return True
+def _mutually_connected(a, b, wins_a, wins_b, ties, n_items, n_present):
+    """Whether the pairs whose items both beat (or tied) each other connect the
+    ``n_present`` items of the pairs: a union-find over them that stops as soon as one
+    component is left.  Sufficient for strong connectivity."""
     parent = np.arange(n_items)
     merges = 0
     for k in range(len(a)):

@@ -48,9 +48,8 @@ class CrowdBT(PairwiseEstimator):
     :class:`~crowdlearn.pairwise.bt.BradleyTerry`, ``inner_iter`` MM steps
     (:func:`~crowdlearn.pairwise.likelihood.rao_kupper_mm`) are finished by damped Newton
     steps on ``Q`` (:func:`~crowdlearn.pairwise.likelihood.rao_kupper_newton`): MM alone
-    crawls where an item wins (or loses) every comparison, and left two items compared 1000
-    times, one always winning, at 1.26 and -5.66 after 100 EM iterations instead of the
-    symmetric maximum +-3.48.  No step decreases ``Q``, so the marginal log-posterior never
+    crawls where an item wins (or loses) every comparison, and EM would stop where MM
+    stalled, far from the maximum.  No step decreases ``Q``, so the marginal log-posterior never
     decreases; where EM stops moving, its gradient in the scores (``Q``'s at the current
     ``r``) is 0: the scores are then the maximum of the marginal log-posterior for the fitted
     reliabilities.  EM itself converges linearly (the slower the more the reports leave the

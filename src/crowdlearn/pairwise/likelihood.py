@@ -307,9 +307,8 @@ def rao_kupper_newton(pc: PairCounts, n_items: int, s: np.ndarray, theta: float,
     (``W_a``, ``W_b`` the wins of each side, ``T`` the ties of the pair).
 
     MM's steps shrink where the posterior is flat: along the scores of an item that wins (or
-    loses) all its comparisons only the prior's weak pull holds it, and 500 MM steps left two
-    items compared 1000 times, one always winning, at 0.99 and -5.92 instead of the optimum
-    +-3.48 (the prior is symmetric).  A Newton step uses the curvature: the (expected)
+    loses) all its comparisons only the prior's weak pull holds it, and hundreds of MM steps
+    can stop far from the optimum.  A Newton step uses the curvature: the (expected)
     Hessian of the log-posterior in the scores is the graph Laplacian of the pairs weighted
     by their Fisher information plus the prior's curvature (:func:`pair_info`,
     :func:`~crowdlearn.pairwise.links.prior_terms`; the matrix the standard errors invert),

@@ -105,9 +105,8 @@ def _in_code_order(data: Comparisons) -> Comparisons:
 
     The objective sums over the answers in the order they are stored, i.e. the rows of the
     file; L-BFGS's and empirical Bayes's stopping rules can turn the rounding difference of
-    another order into another number of rounds, and shuffled rows of music_similarity_pairs
-    moved the scores by 2e-3.  In code order the sums, and so the fit, do not depend on the
-    order of the rows.
+    another order into another number of rounds.  In code order the sums, and so the fit, do
+    not depend on the order of the rows.
     """
     order = np.lexsort((data.outcome, data.right, data.left, data.worker))
     if np.array_equal(order, np.arange(len(order))):
@@ -196,8 +195,7 @@ class NoisyBT(PairwiseEstimator):
     -----
     The fit does not depend on the order of the rows (the answers are summed in code order).
     New worker or item ids sum them in another order, and the stopping rules above can then
-    end one empirical-Bayes round apart: on music_similarity_pairs the scores moved by up to
-    3e-3, the ranking did not change.
+    end one empirical-Bayes round apart: the scores move a little, like another seed's.
 
     Attributes
     ----------
