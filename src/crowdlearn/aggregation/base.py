@@ -21,6 +21,7 @@ subclass is meant to override are ``_fit``, ``_predict_proba_codes`` and ``_chec
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..core.params import check_params
-from ..core.stats import argmax_random_ties, clamp_to_gold
+from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame",
            "normalize_rows", "align_to_fit", "label_aggregator", "SEALED"]
@@ -130,6 +131,40 @@ def label_aggregator(method: Any, params: dict | None = None, random_state: Any 
     return est
 
 
+def workers_meet(data: CrowdLabels) -> bool:
+    """True when some task has answers from two different workers.
+
+    Without such a task (and without gold) no worker can be compared with anyone: every
+    worker model is unidentified, and its EM only drifts along a ridge of equal likelihood
+    (skills falling while the class prior soaks up the answers' marginal).
+    """
+    counts = data.labels_per_task()
+    if data.n_labels == 0 or counts.max() < 2:
+        return False
+    starts = data.task_ptr[:-1][counts > 0]
+    return bool(np.any(np.minimum.reduceat(data.worker, starts)
+                       != np.maximum.reduceat(data.worker, starts)))
+
+
+def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str) -> np.ndarray:
+    """The answers' vote shares on every answered task, with a warning: what any aggregator
+    returns when no two workers ever answered the same task and no gold is given.
+
+    Any other posterior would come from the worker model's unidentified parameters, i.e. from
+    where its EM happened to stop, and majority vote's answer is the only one every model
+    agrees with.  Tasks without answers keep the method's own posterior (its class prior).
+    """
+    warnings.warn(
+        f"{name}: no task has answers from two different workers and no gold is given, so "
+        "worker quality cannot be estimated; each task's posterior is its answers' vote shares",
+        UserWarning, stacklevel=3,
+    )
+    answered = data.labels_per_task() > 0
+    out = proba.copy()
+    out[answered] = vote_fractions(data)[answered]
+    return out
+
+
 def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
     if gold is None:
         return None
@@ -209,6 +244,13 @@ class BaseAggregator(CrowdEstimator):
         callback : callable, optional
             Called after every iteration with a :class:`~crowdlearn.core.progress.StepRecord`
             (``iteration``, ``objective``, ``elapsed``, ...).  Neither changes the result.
+
+        Notes
+        -----
+        When no task has answers from two different workers and no gold is given, no worker
+        model is identified: every method then returns the answers' vote shares as its
+        posterior (with a ``UserWarning``), and its fitted worker parameters, which only say
+        where EM stopped, are not used for ``probas_``.
         """
         if type(labels).__module__.startswith(("dask.", "dask_expr")):  # answers on a cluster
             raise TypeError(
@@ -231,6 +273,8 @@ class BaseAggregator(CrowdEstimator):
             finally:
                 del self._progress
         proba = normalize_rows(proba, data.n_classes)
+        if gold_codes is None and not workers_meet(data):
+            proba = _answers_without_overlap(data, proba, type(self).__name__)
         clamp_to_gold(proba, gold_codes)
         self.tasks_ = data.tasks
         self.workers_ = data.workers
