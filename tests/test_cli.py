@@ -245,7 +245,29 @@ def test_one_number_is_one_class_on_every_path(tmp_path, capsys):
     assert list(pd.read_csv(out).columns) == ["task", "label", "confidence", "p_0", "p_1"]
     # labels that are not all numbers keep their text; distinct numbers stay distinct
     src.write_text("task,worker,label\na,w1,10\na,w2,2\nb,w1,x\nb,w2,007\nc,w1,7\n")
-    assert CrowdLabels.from_csv(src).classes.tolist() == ["10", "2", "7", "x"]
+    assert CrowdLabels.from_csv(src).classes.tolist() == ["2", "7", "10", "x"]
+
+
+@pytest.mark.parametrize("method", ["mv", "ds"])
+def test_numeric_labels_give_numeric_posterior_columns(tmp_path, capsys, method):
+    """Labels 0..11 gave the columns p_0, p_1, p_10, p_11, p_2, ... (text order): they are
+    now in numeric order, and each row's label is the class of its largest p_ column."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    src = tmp_path / "k12.csv"
+    pd.DataFrame({"task": np.repeat(np.arange(30), 3), "worker": np.tile([0, 1, 2], 30),
+                  "label": rng.integers(0, 12, 90)}).to_csv(src, index=False)
+    out = tmp_path / "out.csv"
+    code, _, _ = run(["aggregate", str(src), "--method", method, "--out", str(out)], capsys)
+    assert code == 0
+    res = pd.read_csv(out, dtype={"label": str})
+    p_cols = [f"p_{k}" for k in range(12)]
+    assert list(res.columns) == ["task", "label", "confidence"] + p_cols
+    probas = res[p_cols].to_numpy()
+    winner = probas[np.arange(len(res)), [p_cols.index(f"p_{v}") for v in res["label"]]]
+    np.testing.assert_allclose(winner, probas.max(axis=1))
+    np.testing.assert_allclose(res["confidence"], probas.max(axis=1))
 
 
 # ------------------------------------------------------------------ answer kinds beyond labels

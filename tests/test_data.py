@@ -192,6 +192,40 @@ def test_text_ids_and_labels_lose_surrounding_whitespace_and_gold_still_matches(
     assert list(d.classes) == [1, 2] and list(d.tasks) == [1, 2, 3] and set(d.workers) == {7, "x"}
 
 
+def test_numeric_labels_get_numeric_class_order_on_every_path(tmp_path):
+    """Labels 0..11 read from a file are text, and the classes were in text order
+    ("0", "1", "10", "11", "2", ...), unlike the same file through pandas (0, 1, 2, ...):
+    numbers are now ordered by value on every path, and other labels after them by text,
+    whatever the order of the rows."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"task": np.repeat(np.arange(30), 3), "worker": np.tile([1, 2, 3], 30),
+                       "label": rng.integers(0, 12, 90)})
+    src = tmp_path / "k12.csv"
+    df.to_csv(src, index=False)
+    as_text = CrowdLabels.from_csv(src)
+    assert list(as_text.classes) == [str(k) for k in range(12)]
+    assert list(CrowdLabels.from_frame(df.astype({"label": str})).classes) == list(as_text.classes)
+    assert list(CrowdLabels.from_frame(df).classes) == list(range(12))
+    # the same answers on both paths, and class code k is the label k
+    for d in (as_text, CrowdLabels.from_frame(df)):
+        back = d.to_frame().astype(int).sort_values(["task", "worker"])
+        assert back["label"].tolist() == df.sort_values(["task", "worker"])["label"].tolist()
+        np.testing.assert_array_equal(d.classes.take(d.label).astype(int), d.label)
+    # gold values join the order; decimals, negatives and exponents by value
+    d = CrowdLabels.from_records([("a", "w", "10"), ("b", "w", "2.5"), ("c", "w", "-1")],
+                                 truth={"a": "1e1", "b": "3"})
+    assert list(d.classes) == ["-1", "2.5", "3", "10"]
+    # numbers before text, text by text, for any row order; mixed types too
+    for labels in (["b", "10", "2", "a"], ["a", "2", "b", "10"]):
+        d = CrowdLabels.from_records([(i, "w", v) for i, v in enumerate(labels)])
+        assert list(d.classes) == ["2", "10", "a", "b"]
+    for labels in ([3, "a", 12], ["a", 12, 3]):
+        d = CrowdLabels.from_records([(i, "w", v) for i, v in enumerate(labels)])
+        assert list(d.classes) == [3, 12, "a"]
+    # a given order is kept
+    assert list(CrowdLabels.from_csv(src, classes=[str(k) for k in range(11, -1, -1)]).classes)[:2] == ["11", "10"]
+
+
 def test_gold_task_ids_match_by_value_across_types(tmp_path):
     """Answers read as text (from_csv, the CLI) and gold read by pd.read_csv (task 17, not
     "17"), or the other way round, matched no gold task at all, silently."""

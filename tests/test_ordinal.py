@@ -20,7 +20,7 @@ from conftest import SHARED_DATA, skip_missing
 
 # ------------------------------------------------------------------------ the ordering rule
 def test_numbers_in_numeric_order_even_as_text():
-    classes = pd.Index(["1", "10", "2", "-2"])  # CrowdLabels' lexicographic order
+    classes = pd.Index(["1", "10", "2", "-2"])  # a table's own order, e.g. given as classes=
     assert list(ordered_classes(classes)) == ["-2", "1", "2", "10"]
     assert list(ordered_classes(pd.Index([3, 1.5, -1]))) == [-1, 1.5, 3]
 
@@ -46,8 +46,10 @@ def test_given_order_errors(given, message):
 def test_fit_uses_numeric_order_of_text_grades():
     data, _ = ordinal_crowd(n_tasks=150, n_workers=10, n_classes=3, seed=0,
                             classes=["2", "10", "30"])  # lexicographic: "10" < "2" < "30"
-    text = CrowdLabels.from_frame(data.to_frame().astype(str))
+    # a table whose own class order is not the grades' (its classes given in text order)
+    text = CrowdLabels.from_frame(data.to_frame().astype(str), classes=["10", "2", "30"])
     assert list(text.classes) == ["10", "2", "30"]
+    assert list(CrowdLabels.from_frame(data.to_frame().astype(str)).classes) == ["2", "10", "30"]
     est = OrdinalDawidSkene().fit(text)
     assert list(est.order_) == ["2", "10", "30"]
     assert list(est.probas_.columns) == ["10", "2", "30"]  # the table's order, as every aggregator

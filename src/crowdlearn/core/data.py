@@ -170,8 +170,12 @@ def _normalise_label_values(values: pd.Series) -> pd.Series:
     return values
 
 
-def _number_key(value: Any) -> Decimal | None:
-    """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None."""
+def _number_key(value: Any, infinite: bool = False) -> Decimal | None:
+    """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None.
+
+    ``infinite``: also give the infinities (``inf``, ``"-inf"``), for ordering; they are not
+    merged with other spellings, so the default leaves them out.
+    """
     if isinstance(value, (bool, np.bool_)):
         return None
     if isinstance(value, (str, int, float, np.integer, np.floating)):
@@ -179,7 +183,7 @@ def _number_key(value: Any) -> Decimal | None:
             number = Decimal(value.strip() if isinstance(value, str) else str(value))
         except (InvalidOperation, ValueError):
             return None
-        return number if number.is_finite() else None
+        return number if number.is_finite() or (infinite and number.is_infinite()) else None
     return None
 
 
@@ -318,14 +322,63 @@ def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.I
         )
 
 
+def _class_sort_key(value: Any) -> tuple:
+    """Where a class goes in the default class order (:func:`class_codes`).
+
+    Numbers first, by value, however they are spelled (the text ``"10"`` of a file after
+    ``"2"``, as the number 10 of a numeric column is); then everything else by its text.
+    The type name breaks the rare tie of two classes spelling one number in different types
+    (``1`` and ``"1.0"`` in one object column), so the order never depends on row order.
+    """
+    number = _number_key(value, infinite=True)
+    if number is not None:
+        return (0, number, type(value).__name__, str(value))
+    return (1, str(value), type(value).__name__)
+
+
+def _in_class_order(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """``codes`` and ``index`` renumbered so that the classes follow :func:`_class_sort_key`."""
+    if len(index) < 2 or index.dtype.kind in "iufb":
+        # a numeric (or boolean) index is already sorted by value: pd.factorize(sort=True)
+        return codes, index
+    values = index.to_numpy()
+    order = np.array(sorted(range(len(values)), key=lambda i: _class_sort_key(values[i])),
+                     dtype=np.intp)
+    if np.array_equal(order, np.arange(len(values))):
+        return codes, index
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[codes], pd.Index(values[order], name=index.name, dtype=index.dtype)
+
+
 def class_codes(values: pd.Series, normalised: bool = False) -> tuple[np.ndarray, pd.Index]:
-    """Codes and class index of raw label values: sorted classes, one class per number
-    (``1``, ``1.0`` and ``"1.0"`` are one class).  ``normalised``: float values were already
-    made integers where integral (as :meth:`CrowdLabels.from_frame` does first)."""
+    """Codes and class index of raw label values, in the default class order.
+
+    One class per number (``1``, ``1.0`` and ``"1.0"`` are one class), and the classes in
+    one order on every path: numbers by value, whether a file's text (``"2"`` before
+    ``"10"``) or a numeric column, then the other labels by their text
+    (:func:`_class_sort_key`), so mixed labels do not depend on the rows' order either.
+    This is the order of every ``probas_`` column set unless ``classes=`` is given.
+
+    Parameters
+    ----------
+    values : Series
+        Raw label values, without missing values.
+    normalised : bool, default False
+        Float values were already made integers where integral (as
+        :meth:`CrowdLabels.from_frame` does first).
+
+    Returns
+    -------
+    codes : ndarray of int
+        The class code of each value.
+    classes : Index
+        The classes, code ``c`` at position ``c``.
+    """
     if not normalised:
         values = _normalise_label_values(pd.Series(values))
     codes, index = factorize_ids(values, "class")
-    return _merge_number_spellings(codes, index)
+    return _in_class_order(*_merge_number_spellings(codes, index))
 
 
 class CrowdLabels:
@@ -353,7 +406,8 @@ class CrowdLabels:
     become ints).  So a file gives the same classes and the same answers whether it goes
     through the CLI, ``from_csv`` or ``pandas.read_csv`` + :meth:`from_frame`; only the class
     names' type differs (text from files, numbers from a numeric column).  Labels that are
-    not all numbers, or distinct numbers, are untouched.
+    not all numbers, or distinct numbers, are untouched.  The classes are ordered alike on
+    every path too: numbers by value (``"2"`` before ``"10"``), then other labels by text.
 
     Text ids and labels are stripped of leading and trailing whitespace (:func:`strip_text`):
     ``"cat"`` and ``"cat "`` of a hand-edited file are one class, ``" t1"`` and ``"t1"`` one
@@ -608,7 +662,8 @@ class CrowdLabels:
             text ids and labels lose surrounding whitespace (see the class notes).
         classes : iterable, optional
             The full class set, in the order used for ``probas_`` columns.  Answers outside
-            it raise ``ValueError``.  Default: sorted union of answers and truth values.
+            it raise ``ValueError``.  Default: the union of answers and truth values in the
+            default class order, numbers by value then text (:func:`class_codes`).
         truth : mapping or Series task -> class, optional
             Gold labels (a subset of tasks is fine).
         features : array or DataFrame, optional
@@ -686,7 +741,7 @@ class CrowdLabels:
                 truth_s = truth_s[truth_s.notna().to_numpy()]
             truth_s = _normalise_label_values(truth_s)
 
-        # classes: user-given order, else sorted union of observed answers and gold values
+        # classes: user-given order, else the default order of observed answers and gold values
         if classes is not None:
             class_index = strip_text(pd.Index(list(classes), name="class"))
             if class_index.has_duplicates:

@@ -7,8 +7,8 @@ order, given by :func:`ordinal_order` (the one place that rule is written):
 
 1. the order the user gave to the estimator (``classes=[...]``);
 2. otherwise, when every class is a number (``2``, ``"10"``, ``"-2"``, ``1.5``), the numeric
-   order -- ``CrowdLabels`` sorts text labels lexicographically, so a file with grades 1..10
-   has the classes ``"1", "10", "2", ...``, which is not the order of the grades;
+   order -- ``CrowdLabels`` orders numbers by value by default, but a table built with its
+   own ``classes=`` (``"1", "10", "2", ...``) keeps that order, which is not the grades';
 3. otherwise the table's own class order: the ``classes=`` given to
    :meth:`CrowdLabels.from_frame` (or ``crowdlearn aggregate --classes``), else sorted.
 
