@@ -288,3 +288,34 @@ def test_catd_leave_one_out_residuals_keep_workers_from_absorbing_their_tasks():
     assert weights["in-sample"].max() > 1000 * np.median(weights["in-sample"])
     with pytest.raises(ValueError, match="residuals"):
         cl.get_method("catd")(residuals="cheat").fit(data)
+
+
+@pytest.mark.parametrize("source", ["simulated", "movie_reviews"])
+def test_catd_task_answered_alone_by_a_newcomer_gets_the_crowds_noise_as_stderr(source):
+    """A task answered once, by a worker who answered nothing else, had a standard error of
+    30 times the crowd's noise (its worker's variance was bounded as one residual by the
+    chi-square interval of one degree of freedom): it is now the crowd's pooled noise, the
+    estimate is the answer, and no other task changes."""
+    from crowdlearn.continuous.base import pooled_variance
+
+    if source == "simulated":
+        data, _ = continuous_crowd(300, 20, 4, seed=3)
+    else:
+        data = _real("movie_reviews")
+    frame = data.to_frame().astype({"task": str, "worker": str})
+    alone = pd.concat([frame, pd.DataFrame({"task": ["lonely"], "worker": ["newbie"],
+                                            "label": [float(np.median(data.value))]})],
+                      ignore_index=True)
+    with_newbie = ContinuousAnswers.from_frame(alone)
+    est = cl.get_method("catd")().fit(with_newbie)
+    base = cl.get_method("catd")().fit(ContinuousAnswers.from_frame(frame))
+    se = float(est.stderr_["lonely"])
+    assert est.estimates_["lonely"] == pytest.approx(float(np.median(data.value)))
+    spread = float(np.std(data.value))
+    assert np.isfinite(se) and 0 < se <= spread
+    center = Median().fit(with_newbie).estimates_.loc[with_newbie.tasks].to_numpy()
+    assert se == pytest.approx(np.sqrt(pooled_variance(with_newbie, center)))
+    # the newcomer's weight enters no other task
+    others = base.estimates_.index
+    np.testing.assert_allclose(est.estimates_[others], base.estimates_, rtol=1e-9)
+    np.testing.assert_allclose(est.stderr_[others], base.stderr_, rtol=1e-9)

@@ -51,6 +51,15 @@ class CATD(ContinuousEstimator):
     worker absorb its own tasks (module docstring).  The default was chosen on simulated
     crowds (``benchmarks/continuous.py``, section ``continuous-synthetic``, rows ``catd``).
 
+    A worker none of whose answers can be checked (each alone on its task, without gold)
+    has no error to measure: it is taken as a worker of the crowd, of variance
+    :math:`\\hat\\sigma^2`, the within-task variance pooled over all tasks
+    (:func:`~crowdlearn.continuous.base.pooled_variance`), so :math:`w_s = 1/\\hat\\sigma^2`
+    with no interval -- an interval of no degrees of freedom has no upper end.  A task it
+    answers alone gets that answer as its estimate and the crowd's noise
+    :math:`\\hat\\sigma` as its standard error, and nothing else changes: the weight of such
+    a worker enters no other task.
+
     Parameters
     ----------
     significance : float in (0, 1)
@@ -91,7 +100,13 @@ class CATD(ContinuousEstimator):
         # answers that can be checked against other answers (or gold) of their task
         checked = (n_t[task] > 1) | known[task] if loo else np.ones(data.n_answers, dtype=bool)
         n_w = worker_sums(data, checked.astype(np.float64))
-        quantile = chi2.ppf(a / 2, np.maximum(n_w, 1))
+        # a worker none of whose answers can be checked has no residual to build an interval
+        # from, so its variance is the crowd's pooled one as it stands (quantile 1 below).
+        # Bounding it as if it were one residual would divide it by chi2(a/2, 1 dof), about
+        # a thousandth at a = 0.05: the task such a worker answers alone would get a
+        # standard error some thirty times the crowd's noise.
+        unchecked = n_w == 0
+        quantile = np.where(unchecked, 1.0, chi2.ppf(a / 2, np.maximum(n_w, 1)))
         # an exact fit (a worker alone on its tasks) would get an infinite weight: the sum of
         # squares is floored at a millionth of the pooled variance per answer
         pooled = pooled_variance(data, z)
@@ -108,8 +123,7 @@ class CATD(ContinuousEstimator):
                 den = task_sums(data, wa)[task] - wa
                 ref = np.where(known[task], z[task], num / np.where(checked & ~known[task], den, 1.0))
             ss = worker_sums(data, np.where(checked, (x - ref) ** 2, 0.0))
-            # a worker none of whose answers can be checked gets the pooled variance
-            ss = np.where(n_w > 0, ss, pooled)
+            ss = np.where(unchecked, pooled, ss)  # the crowd's variance (see the quantile)
             return np.maximum(ss, floor)
 
         converged, it, w = False, 0, None
