@@ -271,6 +271,21 @@ def test_numeric_labels_give_numeric_posterior_columns(tmp_path, capsys, method)
 
 
 # ------------------------------------------------------------------ answer kinds beyond labels
+@pytest.mark.parametrize("kind", ["continuous", "multilabel"])
+def test_aggregate_answer_kinds_strip_ids_of_answers_and_gold(tmp_path, capsys, kind):
+    """" t1" and "t1 " were two tasks of continuous and multi-label answers, and a gold id
+    with a trailing blank matched none (with a note that it had no answers)."""
+    src, gold = tmp_path / "a.csv", tmp_path / "gold.csv"
+    value = {"continuous": ("1.0", "2.0", "1.5"), "multilabel": ("a", "a|b", "a")}[kind]
+    src.write_text(f"task,worker,label\n t1,w1,{value[0]}\nt1 ,w2 ,{value[1]}\nt2,w1,{value[0]}\n")
+    gold.write_text(f"task,truth\nt1 ,{value[2]}\n t2,{value[2]}\n")
+    code, out, err = run(["aggregate", str(src), "--kind", kind, "--gold", str(gold)], capsys)
+    assert code == 0
+    assert "tasks=2, workers=2" in err and "gold=2" in err
+    assert "no answers" not in err
+    assert pd.read_csv(io.StringIO(out))["task"].tolist() == ["t1", "t2"]
+
+
 def test_aggregate_pairwise_picked_from_columns(tmp_path, capsys):
     """left,right columns make it a pairwise run: item,score,rank,stderr out, one row per item
     (an item that only ever ties still appears), and the gold summary uses rank metrics."""

@@ -188,7 +188,11 @@ def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
 def _read_answer_gold(args, kind: str, extra: dict):
     """Gold of the answer kinds: ``task,truth`` (continuous, multi-label) or ``item,truth``
     (pairwise scores, higher = better unless ``--gold-lower-is-better``, within the
-    ``group`` column when the answers are grouped; similarity clusters)."""
+    ``group`` column when the answers are grouped; similarity clusters).  Ids are stripped of
+    surrounding whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so
+    that the note on gold without answers compares the same ids."""
+    from .core.data import strip_text
+
     if kind == "pairwise":
         from .core.io import read_table
         from .pairwise.data import read_truth
@@ -198,7 +202,8 @@ def _read_answer_gold(args, kind: str, extra: dict):
         return read_truth(args.gold, item=columns[0], value="truth" if "truth" in columns else columns[1],
                           group=group if group in columns else None,
                           lower_is_better=args.gold_lower_is_better)
-    return _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+    gold = _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
+    return gold.set_axis(strip_text(gold.index))  # values: each table reads its own
 
 
 def _table_with_gold(args, build, truth, task_ids):

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
@@ -75,6 +75,11 @@ class ContinuousAnswers(AnswerTable):
     ``ValueError`` naming its row position (frames, 0-based) or file line (header = line 1).
     Repeated (task, worker) answers are kept.  A task listed through ``all_tasks`` may have
     no answer; estimators then give it the global prior.
+
+    Text ids lose surrounding whitespace, as class labels' do
+    (:func:`~crowdlearn.core.data.strip_text`): ``" t1"`` and ``"t1"`` are one task, on
+    every path (answers, gold, ``all_tasks``, feature rows), so gold still matches; an id of
+    blanks is a missing value.
     """
 
     #: default column names of the roles, in order
@@ -162,6 +167,7 @@ class ContinuousAnswers(AnswerTable):
         if gold is None:
             return out
         g = gold if isinstance(gold, pd.Series) else pd.Series(gold, dtype=object)
+        g = strip_text(g, index=True)  # ids as the answers'; a value of blanks is unknown
         g = g[g.notna().to_numpy()]
         values, bad = to_numbers(g)
         if bad.any():
@@ -236,6 +242,8 @@ class ContinuousAnswers(AnswerTable):
                              + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
+        # " t1" is the task "t1"; the answers are numbers, which to_numbers reads stripped
+        df = strip_frame(df, (task, worker))
         for col in (task, worker):
             bad = df[col].isna().to_numpy()
             if bad.any():
@@ -246,8 +254,8 @@ class ContinuousAnswers(AnswerTable):
             raise ValueError(f"column '{label}' must hold finite numbers: {first} at "
                              f"{row_list(bad, first_line)}")
         if all_tasks is not None:
-            pool = pd.concat([pd.Series(list(all_tasks), dtype=object), df[task].astype(object)],
-                             ignore_index=True)
+            pool = pd.concat([strip_text(pd.Series(list(all_tasks), dtype=object)),
+                              df[task].astype(object)], ignore_index=True)
             _, task_index = factorize_ids(pool.drop_duplicates(), "task")
             task_codes = task_index.get_indexer(df[task])
         else:
@@ -256,6 +264,7 @@ class ContinuousAnswers(AnswerTable):
         feats = None
         if features is not None:
             if isinstance(features, pd.DataFrame):
+                features = features.set_axis(strip_text(features.index))  # task ids as the answers'
                 lacking = task_index.difference(features.index)
                 if len(lacking):
                     raise ValueError(f"features lack rows for {len(lacking)} task(s), "

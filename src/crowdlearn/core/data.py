@@ -19,7 +19,7 @@ import pandas as pd
 from .answer_table import check_codes, freeze
 
 __all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids",
-           "positions_by_value", "row_list", "strip_text"]
+           "positions_by_value", "row_list", "strip_frame", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -99,8 +99,9 @@ def strip_text(values: pd.Series | pd.Index, index: bool = False) -> pd.Series |
     """``values`` with leading and trailing whitespace removed from its text values.
 
     How every table of class labels reads ids and labels (:meth:`CrowdLabels.from_frame`, so
-    every file, frame and gold): ``"cat "`` from a hand-edited file is the class ``"cat"``
-    and ``" t1"`` the task ``"t1"``.  Text that is empty once stripped (a cell of blanks)
+    every file, frame and gold), and every other answer table its ids and text answers
+    (:func:`strip_frame`): ``"cat "`` from a hand-edited file is the class ``"cat"`` and
+    ``" t1"`` the task ``"t1"``.  Text that is empty once stripped (a cell of blanks)
     becomes a missing value, as an empty cell of a file is.  Numbers and other non-text
     values are untouched, and so is the text inside a value.
 
@@ -137,6 +138,38 @@ def strip_text(values: pd.Series | pd.Index, index: bool = False) -> pd.Series |
 
         out = pd.Series([strip(v) for v in values.to_numpy()], index=out.index, name=values.name,
                         dtype=object)
+    return out
+
+
+def strip_frame(df: pd.DataFrame, columns: Iterable[Hashable]) -> pd.DataFrame:
+    """``df`` with the text of ``columns`` stripped of surrounding whitespace.
+
+    How every answer table reads its id and label columns (:func:`strip_text`: ``" t1"`` is
+    the task ``"t1"``, a cell of blanks a missing value), so that a hand-edited file means
+    the same on every kind of answer.
+
+    Parameters
+    ----------
+    df : DataFrame
+    columns : iterable of column names
+        A name that is not a column of ``df``, or names several, is skipped: the table
+        reader names it in its own error.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` itself when nothing changes, else a shallow copy: the caller's frame is
+        never modified.
+    """
+    out = df
+    for col in dict.fromkeys(columns):
+        if col is None or int(np.sum(df.columns == col)) != 1:
+            continue
+        values = strip_text(df[col])
+        if values is not df[col]:
+            if out is df:
+                out = df.copy(deep=False)
+            out[col] = values
     return out
 
 
@@ -706,12 +739,7 @@ class CrowdLabels:
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
         # "cat " (a hand-edited file) is the class "cat", " t1" the task "t1"; a blank is missing
-        stripped = {col: strip_text(df[col]) for col in (task, worker, label)}
-        stripped = {col: values for col, values in stripped.items() if values is not df[col]}
-        if stripped:
-            df = df.copy(deep=False)  # the caller's frame stays as it was
-            for col, values in stripped.items():
-                df[col] = values
+        df = strip_frame(df, (task, worker, label))
         for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():

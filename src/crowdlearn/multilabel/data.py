@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import CrowdLabels, factorize_ids, positions_by_value, row_list
+from ..core.data import CrowdLabels, factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -29,7 +29,9 @@ def _tag_list(value: Any, delimiter: str) -> list | None:
     if isinstance(value, str):
         return [t.strip() for t in value.split(delimiter) if t.strip()]
     if isinstance(value, (list, tuple, set, frozenset, np.ndarray)):
-        return list(value)
+        # text tags as those of a string: " a" is the tag "a", a blank one is no tag
+        return [t.strip() if isinstance(t, str) else t for t in value
+                if not (isinstance(t, str) and not t.strip())]
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return []  # an empty cell (CSV ",,") is the empty set
     return None
@@ -40,7 +42,8 @@ def parse_tag_sets(values: Iterable[Any], delimiter: str = "|", what: str = "lab
     """Per value its tags: ``(counts per value, flat list of tags)``.
 
     A value is a list, tuple, set or array of tags, or a string of tags separated by
-    ``delimiter`` (spaces around tags are dropped; ``""`` and an empty cell are the empty set).
+    ``delimiter`` (spaces around text tags are dropped, and blank tags, in both; ``""`` and
+    an empty cell are the empty set).
 
     Raises
     ------
@@ -95,6 +98,11 @@ class MultiLabelAnswers(AnswerTable):
     -----
     An answer with no tag is an answer ("none of these tags apply"): it is evidence against
     every tag.  Empty cells in a file are such answers.
+
+    Text ids and tags lose surrounding whitespace, as class labels' do
+    (:func:`~crowdlearn.core.data.strip_text`): ``" t1"`` and ``"t1"`` are one task and
+    ``"cat "`` the tag ``"cat"``, on every path (answers, given ``tags``, gold, ``all_tasks``),
+    so gold still matches; an id of blanks is a missing value.
     """
 
     ROLES = ("task", "worker", "label")
@@ -244,6 +252,8 @@ class MultiLabelAnswers(AnswerTable):
                              + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
+        # " t1" is the task "t1"; tags are stripped as they are parsed (parse_tag_sets)
+        df = strip_frame(df, (task, worker))
         for col in (task, worker):
             bad = df[col].isna().to_numpy()
             if bad.any():
@@ -252,9 +262,10 @@ class MultiLabelAnswers(AnswerTable):
         truth_counts, truth_flat, truth_s = None, [], None
         if truth is not None:
             truth_s = truth if isinstance(truth, pd.Series) else pd.Series(truth, dtype=object)
+            truth_s = truth_s.set_axis(strip_text(truth_s.index))  # task ids as the answers'
             truth_counts, truth_flat = parse_tag_sets(truth_s.to_numpy(), delimiter, "truth")
         if tags is not None:
-            tag_index = pd.Index(list(tags), name="tag")
+            tag_index = strip_text(pd.Index(list(tags), name="tag"))
             if tag_index.has_duplicates:
                 raise ValueError("tags contains duplicates")
             codes = tag_index.get_indexer(pd.Index(flat, dtype=object)) if flat else np.zeros(0, np.int64)
@@ -270,8 +281,8 @@ class MultiLabelAnswers(AnswerTable):
                 np.zeros(0, np.int64), pd.Index([], name="tag", dtype=object))
             codes = pool_codes[:len(flat)]
         if all_tasks is not None:
-            pool = pd.concat([pd.Series(list(all_tasks), dtype=object), df[task].astype(object)],
-                             ignore_index=True)
+            pool = pd.concat([strip_text(pd.Series(list(all_tasks), dtype=object)),
+                              df[task].astype(object)], ignore_index=True)
             _, task_index = factorize_ids(pool.drop_duplicates(), "task")
             task_codes = task_index.get_indexer(df[task])
         else:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
@@ -37,6 +37,16 @@ DENSE_PAIRS_PER_COMPARISON = 4
 def _text(values: pd.Series) -> np.ndarray:
     """Ids as text, so a label ``"3"`` read from a file names the item ``3`` of a frame."""
     return values.astype(str).to_numpy()
+
+
+def _stripped_keys(index: pd.Index) -> pd.Index:
+    """Gold keys with their text stripped as the answers' ids are
+    (:func:`~crowdlearn.core.data.strip_text`), each level of (group, item) keys alike."""
+    if isinstance(index, pd.MultiIndex):
+        return pd.MultiIndex.from_arrays(
+            [strip_text(pd.Index(index.get_level_values(i), dtype=object)) for i in range(index.nlevels)],
+            names=index.names)
+    return strip_text(index)
 
 
 def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int | None) -> None:
@@ -86,6 +96,12 @@ class Comparisons(AnswerTable):
     stripping blanks and lower-casing, ``"tie"``, ``"draw"`` and ``"="`` (:data:`TIE_MARKERS`)
     mean a tie.  The side ids are checked first, so an item called ``tie`` can still win.
     Anything else is refused with a ``ValueError`` naming the rows.
+
+    Text ids and labels lose surrounding whitespace, as class labels' do
+    (:func:`~crowdlearn.core.data.strip_text`): ``" a"`` and ``"a"`` are one item (so the
+    label ``"a "`` names the item ``a``), on every path (workers, items, labels and the tie
+    markers, groups, gold, ``all_items``), so gold still matches; a value of blanks is a
+    missing value.
 
     Groups: when comparisons are made within a context -- a query in a similarity judgment,
     a prompt for model responses -- the same item can rank differently in each context, so
@@ -304,6 +320,8 @@ class Comparisons(AnswerTable):
         roles = {"worker": worker, "left": left, "right": right, "label": label}
         if group is not None:
             roles["group"] = group
+        # " a" is the item "a", and the label "a " names it; a blank is missing
+        df = strip_frame(df, roles.values())
         check_role_columns(df, roles, "comparisons", first_line)
 
         numeric = all(pd.api.types.is_integer_dtype(df[c].dtype) for c in (left, right, label))
@@ -346,7 +364,8 @@ class Comparisons(AnswerTable):
         else:
             pool = pd.concat([left_vals, right_vals], ignore_index=True)
         if all_items is not None:
-            pool = pd.concat([pool, pd.Series(list(all_items), dtype=object)], ignore_index=True)
+            pool = pd.concat([pool, strip_text(pd.Series(list(all_items), dtype=object))],
+                             ignore_index=True)
         codes, items = factorize_ids(pool, "item")
         n_rows = len(df)
         left_codes, right_codes = codes[:n_rows], codes[n_rows:2 * n_rows]
@@ -367,9 +386,10 @@ class Comparisons(AnswerTable):
         truth_arr = None
         if truth is not None:
             if isinstance(truth, pd.Series):
-                keys, vals = list(truth.index), truth.to_numpy()
-            else:
-                keys, vals = list(truth.keys()), list(truth.values())
+                index, vals = truth.index, truth.to_numpy()
+            else:  # (group, item) keys become a MultiIndex, as in a Series
+                index, vals = pd.Index(list(truth.keys())), list(truth.values())
+            keys = list(_stripped_keys(index))  # ids as the answers'
             if isinstance(getattr(truth, "index", None), pd.MultiIndex) and truth.index.nlevels != 2:
                 raise ValueError("truth with a MultiIndex must have two levels (group, item)")
             # (group, item) keys become unit ids; other keys are unit ids already
@@ -425,7 +445,7 @@ def read_truth(path, item: str = "task", value: str = "truth", group: str | None
     from ..core.tables import read_table
 
     cols = (item, value) + ((group,) if group is not None else ())
-    df = read_table(path, columns=cols)
+    df = strip_frame(read_table(path, columns=cols), (item, group))  # ids as the answers'
     values = pd.to_numeric(df[value], errors="coerce")
     bad = values.isna().to_numpy() & df[value].notna().to_numpy()
     if bad.any():

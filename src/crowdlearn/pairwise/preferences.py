@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import AnswerEstimator, Tags
-from ..core.data import CrowdLabels, factorize_ids, row_list
+from ..core.data import CrowdLabels, factorize_ids, row_list, strip_frame
 from ..core.params import check_params
 from .data import GROUP_SEP, LEFT, RIGHT, TIE, TIE_MARKERS, Comparisons, check_role_columns
 from .links import outcome_probs
@@ -71,10 +71,15 @@ class Preferences:
     def from_frame(cls, df: pd.DataFrame, prompt: str = "prompt", response_a: str = "response_a",
                    response_b: str = "response_b", worker: str = "worker", label: str = "label",
                    *, first_line: int | None = None) -> "Preferences":
-        """Build from a DataFrame; one ``ValueError`` naming the rows for bad input."""
-        check_role_columns(df, {"prompt": prompt, "response_a": response_a,
-                                "response_b": response_b, "worker": worker, "label": label},
-                           "preference annotations", first_line)
+        """Build from a DataFrame; one ``ValueError`` naming the rows for bad input.
+
+        Text values lose surrounding whitespace, as every answer table's ids do
+        (:func:`~crowdlearn.core.data.strip_text`): ``"r1 "`` is the response ``"r1"``.
+        """
+        roles = {"prompt": prompt, "response_a": response_a, "response_b": response_b,
+                 "worker": worker, "label": label}
+        df = strip_frame(df, roles.values())
+        check_role_columns(df, roles, "preference annotations", first_line)
         resp_a = df[response_a].astype(str).to_numpy()
         resp_b = df[response_b].astype(str).to_numpy()
         same = resp_a == resp_b

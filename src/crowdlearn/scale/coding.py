@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, class_codes, factorize_ids, strip_text
+from ..core.data import CrowdLabels, class_codes, factorize_ids, strip_frame
 
 __all__ = ["Coding", "bucket_of", "Columns", "strip_columns"]
 
@@ -127,16 +127,9 @@ def strip_columns(frame: pd.DataFrame, columns: Columns = Columns()) -> pd.DataF
     whitespace, as :meth:`crowdlearn.CrowdLabels.from_frame` reads them in memory
     (:func:`~crowdlearn.core.data.strip_text`; a blank becomes a missing value).  Applied to
     every chunk or partition as it is read, before the ids are hashed to buckets, so that
-    ``"t1 "`` and ``"t1"`` are one task on every engine.  ``frame`` itself when nothing changes."""
-    out = frame
-    for col in columns.names:
-        if col in frame.columns:
-            values = strip_text(frame[col])
-            if values is not frame[col]:
-                if out is frame:
-                    out = frame.copy(deep=False)
-                out[col] = values
-    return out
+    ``"t1 "`` and ``"t1"`` are one task on every engine.  ``frame`` itself when nothing
+    changes (:func:`~crowdlearn.core.data.strip_frame`)."""
+    return strip_frame(frame, columns.names)
 
 
 def bucket_of(task_ids: pd.Series | pd.Index, n_buckets: int) -> np.ndarray:

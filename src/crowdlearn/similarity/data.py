@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list
+from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -69,6 +69,11 @@ class SimilarityAnswers(AnswerTable):
     is refused with a ``ValueError`` naming the rows, as is an item compared with itself.
     The order of the two items in a row carries no information: every method treats
     ``(a, b)`` and ``(b, a)`` alike.
+
+    Text ids lose surrounding whitespace, as class labels' do
+    (:func:`~crowdlearn.core.data.strip_text`): ``" i1"`` and ``"i1"`` are one item, on every
+    path (answers, gold ids and cluster names, ``all_items``, feature rows), so gold still
+    matches; a value of blanks is a missing value.
     """
 
     ROLES = ("worker", "item_a", "item_b", "same")
@@ -223,6 +228,8 @@ class SimilarityAnswers(AnswerTable):
                 raise ValueError(f"column {col!r} appears more than once in the table")
         if len(df) == 0 and all_items is None:
             raise ValueError("no similarity answers: the table is empty")
+        # " i1" is the item "i1"; a blank is missing ("same" is read stripped anyway)
+        df = strip_frame(df, cols)
         for col in cols:
             bad = df[col].isna().to_numpy()
             if bad.any():
@@ -240,7 +247,8 @@ class SimilarityAnswers(AnswerTable):
         b_vals = df[item_b].reset_index(drop=True)
         pool = pd.concat([a_vals, b_vals], ignore_index=True)
         if all_items is not None:
-            pool = pd.concat([pool, pd.Series(list(all_items), dtype=object)], ignore_index=True)
+            pool = pd.concat([pool, strip_text(pd.Series(list(all_items), dtype=object))],
+                             ignore_index=True)
         codes, items = factorize_ids(pool, "item")
         n_rows = len(df)
         a_codes, b_codes = codes[:n_rows], codes[n_rows:2 * n_rows]
@@ -253,6 +261,7 @@ class SimilarityAnswers(AnswerTable):
         truth_codes = None
         if truth is not None:
             truth_s = truth if isinstance(truth, pd.Series) else pd.Series(truth, dtype=object)
+            truth_s = strip_text(truth_s, index=True)  # item ids and cluster names as written
             truth_s = truth_s[truth_s.notna().to_numpy()]
             cluster_codes, _ = factorize_ids(truth_s, "cluster")
             truth_codes = np.full(len(items), -1, dtype=np.int32)
@@ -263,6 +272,7 @@ class SimilarityAnswers(AnswerTable):
         feats = None
         if features is not None:
             if isinstance(features, pd.DataFrame):
+                features = features.set_axis(strip_text(features.index))  # item ids as the answers'
                 lacking = items.difference(features.index)
                 if len(lacking):
                     raise ValueError(f"features lack rows for {len(lacking)} item(s), "
