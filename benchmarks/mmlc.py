@@ -10,7 +10,8 @@ One MMLC network (default, data-driven configuration; nothing tuned on gold) is 
 seed; every oracle estimator and every MMLC-df base aggregator reuses it.
 Prints markdown tables: (1) MMLC-owf per estimator beside label-only methods, mean ± sd over
 seeds; (2) MMLC-df (default b = median answers per worker, and b = 0: every worker filled) vs
-the same aggregator on the raw answers.
+the same aggregator on the raw answers, and MMLCFill's default, where the gate
+(``crowdlearn.mmlc.fill.fill_gate``, one more MMLC fit per seed) keeps the filling or not.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pandas as pd
 
 from crowdlearn.benchmarking import gold_accuracy
 from crowdlearn.core.io import load_folder
-from crowdlearn.mmlc.fill import fill_labels
+from crowdlearn.mmlc.fill import fill_gate, fill_labels
 from crowdlearn.mmlc.oracle import MMLCOracle
 from crowdlearn.registry import REGISTRY, get_method
 
@@ -59,6 +60,8 @@ def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd
             owf.append({"seed": seed, "method": f"mmlc-owf ({e})", "accuracy": acc, "seconds": fit_s})
         filled = fill_labels(est.model_, d)  # default threshold: b = median answers per worker
         filled_all = fill_labels(est.model_, d, b=0) if fill_all else None
+        # MMLCFill's default: the filling is kept per base only if it passes the held-out check
+        gate = fill_gate(d, base=list(bases), random_state=seed)["fill"]
         for b in bases:
             try:
                 raw = _agg(b, d, seed)
@@ -67,7 +70,8 @@ def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd
             except (ValueError, NotImplementedError) as exc:
                 print(f"# {dataset} {b}: {str(exc).splitlines()[0]}", file=sys.stderr)
                 continue
-            df_rows.append({"seed": seed, "base": b, "raw": raw, "filled": fil, "filled b=0": fil_all})
+            df_rows.append({"seed": seed, "base": b, "raw": raw, "filled": fil, "filled b=0": fil_all,
+                            "gated": fil if gate[b] else raw, "gate kept": bool(gate[b])})
             if b in ("zbs", "ds", "mv"):
                 owf.append({"seed": seed, "method": b, "accuracy": raw, "seconds": np.nan})
         print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", file=sys.stderr, flush=True)
@@ -111,16 +115,19 @@ def _main(args) -> None:
             s = g["seconds"].mean()
             print(f"| {m} | {_pm(g['accuracy'])} | {'' if np.isnan(s) else f'{s:.0f}'} |")
         print(f"\n### {name}: MMLC-df (default b = median answers per worker; and b = 0) vs raw answers\n")
-        print("| base | raw % | filled % | Δ (points) | seeds improved | filled b=0 % | Δ b=0 |\n"
-              "|---|---|---|---|---|---|---|")
+        print("| base | raw % | filled % | Δ (points) | seeds improved | filled b=0 % | Δ b=0 "
+              "| mmlc-df default (gate) % | Δ gate | gate kept filling |\n"
+              "|---|---|---|---|---|---|---|---|---|---|")
         n_imp = 0
         for b, g in fill.groupby("base", sort=False):
             delta = 100 * (g["filled"] - g["raw"])
             delta0 = 100 * (g["filled b=0"] - g["raw"])
             imp = int(np.sum(delta > 0))
             n_imp += delta.mean() > 0
+            delta_g = 100 * (g["gated"] - g["raw"])
             print(f"| {b} | {_pm(g['raw'])} | {_pm(g['filled'])} | {delta.mean():+.2f} | {imp}/{len(g)} "
-                  f"| {_pm(g['filled b=0'])} | {delta0.mean():+.2f} |")
+                  f"| {_pm(g['filled b=0'])} | {delta0.mean():+.2f} | {_pm(g['gated'])} | {delta_g.mean():+.2f} "
+                  f"| {int(g['gate kept'].sum())}/{len(g)} seeds |")
         print(f"\nfilling improves {n_imp}/{fill['base'].nunique()} aggregators on {name} (mean over seeds)")
 
 

@@ -68,6 +68,7 @@ CANDIDATES: dict[str, tuple[object, list]] = {
     "glad.fit_priors": (False, [False, True]),
     "bds.alpha_diag": (2.0, [1.0, 2.0, 4.0, 8.0]),
     "mmlc-df.b": ("median", [0, "median"]),
+    "mmlc-df.gate": (False, [False, True]),
 }
 
 #: defaults not tuned on their own but tied to a tuned one (old value): group-ds is exactly
@@ -86,6 +87,7 @@ MMLC_SCENARIOS: dict[str, dict] = {
                                 accuracy=(0.5, 0.85), spammers=0.3), noise=2.5),
 }
 MMLC_SEEDS = (0,)  # one MMLC fit per crowd takes about a minute of CPU
+MMLC_GATE_SEEDS = (0, 1, 2)  # the gate decides per crowd: one seed would show one decision
 MMLC_BASES = ("mv", "ds")
 
 
@@ -120,25 +122,37 @@ def feature_crowd(spec: dict, seed: int):
                                   classes=d.classes, truth=d.truth, features=x)
 
 
-def tune_mmlc_b(out) -> object:
-    """MMLC-df's density threshold: one MMLC fit per crowd, every ``b`` and base on it."""
+def tune_mmlc(key: str, out) -> object:
+    """An MMLC-df filling parameter: one MMLC fit per crowd, every value and base on it.
+
+    ``b``: the answers filled at each threshold, without the gate.  ``gate``: filling at the
+    default ``b``, kept or not by :func:`~crowdlearn.mmlc.fill.fill_gate` (its own held-out
+    MMLC fit, one per base), against always kept.
+    """
     import torch
 
     from crowdlearn.mmlc import MMLC
-    from crowdlearn.mmlc.fill import fill_labels
+    from crowdlearn.mmlc.fill import fill_gate, fill_labels
 
     torch.set_num_threads(1)
-    old, values = CANDIDATES["mmlc-df.b"]
+    old, values = CANDIDATES[key]
+    param = key.split(".")[1]
     rows = []
     t0 = time.perf_counter()
+    seeds = MMLC_GATE_SEEDS if param == "gate" else MMLC_SEEDS
     for scen, spec in MMLC_SCENARIOS.items():
-        for seed in MMLC_SEEDS:
+        for seed in seeds:
             d = feature_crowd(spec, seed)
             model = MMLC(random_state=0).fit(d)
             truth = d.classes.take(np.asarray(d.truth))
+            keep = {base: bool(fill_gate(d, base=base, random_state=0)["fill"])
+                    for base in MMLC_BASES} if param == "gate" else {}
             for v in ["raw", *values]:
-                filled = d if v == "raw" else fill_labels(model, d, v)
                 for base in MMLC_BASES:
+                    if v == "raw" or (param == "gate" and v and not keep[base]):
+                        filled = d
+                    else:
+                        filled = fill_labels(model, d, **({} if param == "gate" else {param: v}))
                     est = get_method(base)().fit(filled)
                     acc = float(np.mean(est.labels_.reindex(d.tasks).to_numpy() == truth))
                     rows.append({"scenario": scen, "seed": seed, "base": base, "value": str(v), "acc": acc})
@@ -156,8 +170,8 @@ def tune_mmlc_b(out) -> object:
     pick = next(v for v in values if str(v) == pick_s)
     table.index = [f"{v}" + (" (old)" if v == str(old) else "") + (" **chosen**" if v == pick_s else "")
                    + (" (no filling)" if v == "raw" else "") for v in table.index]
-    table.index.name = "b"
-    out(f"#### `mmlc-df` `b` (accuracy %, mean over {len(MMLC_SEEDS)} seeds and the bases "
+    table.index.name = param
+    out(f"#### `mmlc-df` `{param}` (accuracy %, mean over {len(seeds)} seeds and the bases "
         f"{', '.join(MMLC_BASES)}; {time.perf_counter() - t0:.0f}s)\n")
     out(markdown_table(table, ".2f") + "\n")
     return pick
@@ -169,8 +183,8 @@ def tune(params: list[str], out) -> dict[str, object]:
     for key in params:
         method, param = key.split(".")
         old, values = CANDIDATES[key]
-        if key == "mmlc-df.b":
-            chosen[key] = pick = tune_mmlc_b(out)
+        if key.startswith("mmlc-df."):
+            chosen[key] = pick = tune_mmlc(key, out)
             summary.append({"parameter": key, "old": old, "chosen": pick, "gain (points)": np.nan})
             continue
         seeds = SEEDS_FOR.get(key, SEEDS)

@@ -12,7 +12,7 @@ from crowdlearn.mmlc.oracle_estimators import (
 torch = pytest.importorskip("torch")
 
 from crowdlearn.mmlc import MMLC, MMLCFill, MMLCOracle  # noqa: E402
-from crowdlearn.mmlc.fill import density_threshold, fill_labels, sweep_density  # noqa: E402
+from crowdlearn.mmlc.fill import density_threshold, fill_gate, fill_labels, sweep_density  # noqa: E402
 from crowdlearn.mmlc.worker_space import plot_worker_space, worker_space  # noqa: E402
 
 SMALL = dict(n_experts=4, expert_hidden=(16,), expert_out=8, tower_hidden=(8,), epochs=40, batch_size=64, lr=1e-2)
@@ -206,6 +206,31 @@ def test_fill_keeps_real_answers_and_every_task():
     assert table["n_labels"].iloc[-1] == extra.n_labels  # nobody has > 1000 answers
 
 
+def test_gate_keeps_filling_only_where_it_helps_on_answers_set_aside():
+    # good workers, features that carry nothing: filling makes the aggregate agree less with
+    # answers set aside, the gate refuses it and the result is ds on the raw answers
+    good = _crowd([0.9, 0.85, 0.8, 0.9, 0.85, 0.8], per_task=3, n_tasks=200, seed=5)
+    blind = good.with_features(np.random.default_rng(0).standard_normal((good.n_tasks, 6)))
+    est = MMLCFill(base="ds", b=0, model=MMLC(**SMALL)).fit(blind)
+    assert not est.gate_["fill"]
+    assert est.gate_["agreement_filled"] < est.gate_["agreement_raw"]
+    assert est.gate_["held_out"] == pytest.approx(0.2 * blind.n_labels, rel=0.2)
+    assert est.filled_.n_labels == blind.n_labels
+    from crowdlearn import DawidSkene
+
+    pd.testing.assert_series_equal(est.labels_, DawidSkene().fit(blind).labels_)
+    # weak workers, features that reveal the truth: filling helps and is kept
+    weak = _crowd([0.5, 0.45, 0.55, 0.5, 0.45, 0.55], per_task=3, n_tasks=200, seed=5)
+    est = MMLCFill(base="ds", b=0, model=MMLC(**SMALL)).fit(weak)
+    assert est.gate_["fill"]
+    assert est.filled_.n_labels == weak.n_tasks * weak.n_workers
+    both = fill_gate(weak, b=0, base=["mv", "ds"], model=MMLC(**SMALL))
+    assert list(both.index) == ["mv", "ds"]
+    assert both.loc["ds"].equals(est.gate_)  # same seed, same split and network
+    with pytest.raises(ValueError, match="held_out"):
+        fill_gate(weak, held_out=1.0)
+
+
 def test_median_threshold_fills_only_the_denser_half(monkeypatch):
     data = _crowd([0.9, 0.8, 0.7, 0.6, 0.9], per_task=2, n_tasks=80, seed=3)
     # make the workers' answer counts unequal: drop most answers of two workers
@@ -216,13 +241,13 @@ def test_median_threshold_fills_only_the_denser_half(monkeypatch):
     counts = sparse.labels_per_worker()
     b = density_threshold(sparse, "median")
     assert b == int(np.median(counts))
-    est = MMLCFill(base="mv", model=MMLC(**SMALL)).fit(sparse)
+    est = MMLCFill(base="mv", gate=False, model=MMLC(**SMALL)).fit(sparse)
     assert est.threshold_ == b
     assert est.fill_ratio_ == pytest.approx((est.filled_.n_labels - sparse.n_labels) / sparse.n_labels)
     # filling that dwarfs the real answers gets a warning (limit lowered to this crowd's ratio)
     monkeypatch.setattr("crowdlearn.mmlc.fill.FILL_RATIO_WARNING", est.fill_ratio_ / 2)
     with pytest.warns(UserWarning, match="predicted answers per real answer"):
-        MMLCFill(base="mv", model=MMLC(**SMALL)).fit(sparse)
+        MMLCFill(base="mv", gate=False, model=MMLC(**SMALL)).fit(sparse)
     filled_counts = np.bincount(est.filled_.worker, minlength=sparse.n_workers)
     dense = counts > b
     assert np.all(filled_counts[dense] == sparse.n_tasks)  # dense workers answer every task

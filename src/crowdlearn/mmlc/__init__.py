@@ -13,6 +13,8 @@ _ATTRS = {
     "MMLCOracle": "oracle",
     "MMLCFill": "fill",
     "sweep_density": "fill",
+    "fill_gate": "fill",
+    "fill_labels": "fill",
     "estimate_oracle": "oracle_estimators",
     "ESTIMATORS": "oracle_estimators",
     "worker_space": "worker_space",

@@ -12,6 +12,12 @@ aggregators then drift towards the network's own accuracy, which hurts when the 
 predict the truth less well than the crowd does.  The default was compared with ``b = 0`` on
 simulated crowds with features of different strength (``benchmarks/tune_defaults.py``), not
 on the real benchmark sets.
+
+Not in the paper: the *gate* (:func:`fill_gate`, on by default) keeps the filling only if,
+with a share of the answers set aside, the aggregate of the filled answers agrees with the
+set-aside answers at least as often as the aggregate of the raw ones.  Where the features
+predict less well than the crowd, filling pulls the aggregate towards the network's labels,
+and the check sees it on answers neither fit used.
 """
 
 from __future__ import annotations
@@ -25,13 +31,13 @@ import pandas as pd
 from sklearn.base import clone
 
 from ..aggregation.base import BaseAggregator
-from ..core.base import Tags
+from ..core.base import Tags, resolve_seed
 from ..benchmarking import gold_accuracy
 from ..core.data import CrowdLabels, as_crowd_labels
 from ..registry import get_method
 from .oracle import require_features, make_mmlc_model
 
-__all__ = ["MMLCFill", "fill_labels", "sweep_density", "density_threshold"]
+__all__ = ["MMLCFill", "fill_labels", "fill_gate", "sweep_density", "density_threshold"]
 
 #: ``MMLCFill.fit`` warns when filling adds more predicted answers per real answer than this
 FILL_RATIO_WARNING = 20.0
@@ -80,6 +86,49 @@ def fill_labels(model, data: CrowdLabels, b: int | str = "median") -> CrowdLabel
     )
 
 
+def fill_gate(labels: Any, b: int | str = "median", base: Any = "ds", model=None,
+              random_state=0, held_out: float = 0.2) -> pd.Series:
+    """Does filling improve ``base`` on these answers?  A check on answers nobody saw.
+
+    A seeded share ``held_out`` of the answers is set aside.  On the rest, MMLC is fitted
+    and ``base`` aggregates both the raw and the filled answers; each aggregate's labels are
+    compared with the set-aside answers.  An aggregate closer to the truth agrees with a
+    better-than-chance worker more often (for symmetric errors the agreement
+    ``a q + (1 - a)(1 - q) / (K - 1)`` grows with the aggregate's accuracy ``a`` whenever the
+    worker's ``q > 1/K``), so filling is kept when its labels agree with the set-aside answers
+    at least as often as the raw aggregate's do.  Costs one more MMLC fit (on
+    ``1 - held_out`` of the answers) and two fits of ``base``.
+
+    Returns a Series: ``held_out`` (answers set aside), ``agreement_raw``,
+    ``agreement_filled`` and ``fill`` (bool); for a list of bases, a frame with one such row
+    per base (all checked on the one held-out MMLC fit).
+    """
+    data = as_crowd_labels(labels)
+    require_features(data, "fill_gate")
+    if not 0.0 < held_out < 1.0:
+        raise ValueError(f"held_out must be in (0, 1), got {held_out!r}")
+    n = data.n_labels
+    aside = np.zeros(n, dtype=bool)
+    # drawn per answer in (task, worker, label) order: the split ignores the rows' order
+    aside[data.canonical_order()] = np.random.default_rng(resolve_seed(random_state)).random(n) < held_out
+    rest = CrowdLabels.from_codes(data.task[~aside], data.worker[~aside], data.label[~aside],
+                                  tasks=data.tasks, workers=data.workers, classes=data.classes,
+                                  features=data.features)
+    mdl = make_mmlc_model(model, random_state).fit(rest)
+    filled = fill_labels(mdl, rest, density_threshold(data, b))
+    task, label = data.task[aside], data.label[aside]
+
+    def check(one):
+        agree = [float(np.mean(_base_estimator(one, random_state).fit(d).label_codes_[task] == label))
+                 if task.size else np.nan for d in (rest, filled)]
+        return pd.Series({"held_out": int(task.size), "agreement_raw": agree[0],
+                          "agreement_filled": agree[1], "fill": not agree[1] < agree[0]})
+
+    if isinstance(base, (list, tuple)):  # several bases, one MMLC fit
+        return pd.DataFrame([check(one) for one in base], index=[str(one) for one in base])
+    return check(base)
+
+
 def _base_estimator(base: Any, random_state) -> BaseAggregator:
     est = get_method(base)() if isinstance(base, str) else clone(base)
     if not hasattr(est, "fit") or not hasattr(est, "get_params"):
@@ -92,11 +141,12 @@ def _base_estimator(base: Any, random_state) -> BaseAggregator:
 class MMLCFill(BaseAggregator):
     """MMLC-df: aggregate crowd labels densified with MMLC's per-worker predictions.
 
-    Caution: filled answers can outnumber real ones by orders of magnitude on sparse crowds
-    (120 to 1 on cifar10n), and the aggregator then returns the network's own labels.
-    That helps when the features predict the answers well and costs a lot when they predict
-    them worse than the crowd does (benchmarks/RESULTS.md, section 8).  Compare with the base aggregator on the raw answers
-    before trusting it on a new dataset.
+    Caution: filled answers can outnumber real ones by orders of magnitude on sparse crowds,
+    and the aggregator then returns the network's own labels.  That helps when the features
+    predict the answers well and costs a lot when they predict them worse than the crowd
+    does (benchmarks/RESULTS.md, section 8); the gate (``gate=True``, :func:`fill_gate`)
+    falls back to the raw answers when filling makes the aggregate agree less with answers
+    set aside.  ``gate_`` says what it measured and chose.
 
     Parameters
     ----------
@@ -105,6 +155,11 @@ class MMLCFill(BaseAggregator):
     b : int or "median"
         Density threshold: workers with more than ``b`` answers are filled (0 = all);
         ``"median"`` (default) = the median number of answers per worker.
+    gate : bool
+        Keep the filling only if it passes :func:`fill_gate`'s check on answers set aside
+        (else ``base`` runs on the raw answers).  Default True, chosen
+        on simulated crowds with features of different strength (benchmarks/tune_defaults.py,
+        section ``tune-mmlc-df.gate`` of benchmarks/RESULTS.md), not on the real sets.
     model : MMLC or dict, optional
         Network configuration: an MMLC (cloned) or a dict of MMLC keyword arguments.
     random_state : int
@@ -117,6 +172,9 @@ class MMLCFill(BaseAggregator):
         The filled data the base aggregator saw.
     threshold_ : int
         The threshold used (``b`` resolved to a number of answers).
+    gate_ : Series or None
+        :func:`fill_gate`'s result (None with ``gate=False``); ``gate_["fill"]`` False means
+        ``filled_`` is the raw answers.
     fill_ratio_ : float
         Predicted answers added per real answer; above ``FILL_RATIO_WARNING`` (20) ``fit``
         warns.
@@ -125,9 +183,10 @@ class MMLCFill(BaseAggregator):
     def __crowd_tags__(self) -> Tags:
         return dataclasses.replace(super().__crowd_tags__(), requires_features=True, stochastic=True)
 
-    def __init__(self, base="ds", b="median", model=None, random_state=0):
+    def __init__(self, base="ds", b="median", gate=True, model=None, random_state=0):
         self.base = base
         self.b = b
+        self.gate = gate
         self.model = model
         self.random_state = random_state
 
@@ -141,7 +200,10 @@ class MMLCFill(BaseAggregator):
     def _fit(self, data, gold, init):
         self.model_ = make_mmlc_model(self.model, self.random_state).fit(data)
         self.threshold_ = density_threshold(data, self.b)
-        self.filled_ = fill_labels(self.model_, data, self.threshold_)
+        self.gate_ = fill_gate(data, self.threshold_, self.base, self.model, self.random_state) \
+            if self.gate else None
+        self.filled_ = fill_labels(self.model_, data, self.threshold_) \
+            if self.gate_ is None or self.gate_["fill"] else data
         self.fill_ratio_ = (self.filled_.n_labels - data.n_labels) / max(data.n_labels, 1)
         if self.fill_ratio_ > FILL_RATIO_WARNING:
             warnings.warn(
