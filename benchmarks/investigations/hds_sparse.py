@@ -1,12 +1,20 @@
-"""Does ``hds`` hold up on sparse crowds with spammers, and would fitting its population once help?
+"""Does ``hds`` hold up on sparse crowds with spammers, and what would help?
 
 One-off investigation (RESULTS section ``hds-sparse-crowds``, issue 15).  ``hds`` learns its
 population Dirichlet by empirical Bayes inside every M-step.  On simulated crowds with 1 to 5
 answers per task and many spammers (the worker-choice scenarios of ``benchmarks/active.py``),
 this table compares, against the planted truth: majority vote, ``ds``, ``hds``, ``auto``,
-and a variant of ``hds`` whose population is fitted once, on the counts of the majority-vote
-start, and then kept fixed (no empirical Bayes inside EM).  ``--real`` runs ``ds``, ``hds``
-and the variant on eight real sets.
+and two variants of ``hds``:
+
+* population fitted once, on the counts of the majority-vote start, then kept fixed (no
+  empirical Bayes inside EM);
+* two communities (Venanzi et al. 2014's community model with C = 2): each worker's
+  confusion is drawn from one of two population Dirichlets, with membership probabilities
+  fitted by EM from each worker's Dirichlet-multinomial likelihood; the first M-step splits
+  the workers at the median agreement with the start; a worker's confusion is the
+  membership-weighted mixture of its two posterior means.
+
+``--real`` runs ``ds``, ``hds`` and the variants on eight real sets.
 
 Run from the repository root::
 
@@ -28,6 +36,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from active import synthetic_scenarios  # noqa: E402
 from results_md import markdown_table, write_section  # noqa: E402
+
+from scipy.special import digamma, gammaln, logsumexp  # noqa: E402
 
 from crowdlearn.aggregation.hierarchical_ds import (  # noqa: E402
     HierarchicalDawidSkene,
@@ -63,10 +73,67 @@ class PopulationOnce(HierarchicalDawidSkene):
         return log_table, np.log(prior / prior.sum())
 
 
+def worker_dirmult(counts: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Per worker, ``sum_j log DirMult(counts[w, j, :] | alpha[j])``; counts (W, K, K)."""
+    big_a, totals = alpha.sum(axis=1), counts.sum(axis=2)
+    return ((gammaln(big_a)[None] - gammaln(totals + big_a[None])).sum(axis=1)
+            + (gammaln(counts + alpha[None]) - gammaln(alpha)[None]).sum(axis=(1, 2)))
+
+
+def weighted_dirichlet(counts: np.ndarray, alpha: np.ndarray, weights: np.ndarray, steps: int = 5) -> np.ndarray:
+    """Minka's fixed point for one Dirichlet per row with each worker's counts weighted."""
+    a, totals, w3 = np.maximum(alpha, 1e-6), counts.sum(axis=2), weights[:, None, None]
+    for _ in range(steps):
+        big_a = a.sum(axis=1)
+        num = (w3 * (digamma(counts + a[None]) - digamma(a)[None])).sum(axis=0)
+        den = (weights[:, None] * (digamma(totals + big_a[None]) - digamma(big_a)[None])).sum(axis=0)
+        a = np.maximum(np.where(den[:, None] > 0, a * num / np.maximum(den, 1e-300)[:, None], a), 1e-6)
+    return a
+
+
+class TwoCommunities(HierarchicalDawidSkene):
+    """``hds`` with two population Dirichlets (communities) instead of one."""
+
+    def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
+        k, m = data.n_classes, data.n_workers
+        counts, class_counts = kernels.mstep(data, post, backend)
+        c3 = counts.reshape(m, k, k).transpose(0, 2, 1)
+        if self.n_iter_ == 0:  # first M-step of a start: split at the median agreement
+            agree = np.einsum("wjj->w", c3) / np.maximum(c3.sum(axis=(1, 2)), 1e-12)
+            good = (agree >= np.median(agree)).astype(float)
+            resp = 0.05 + 0.9 * np.stack([good, 1.0 - good], axis=1)
+            self._alphas = np.stack([np.ones((k, k)) + 3 * np.eye(k), np.ones((k, k))])
+        else:
+            resp = self._responsibilities(c3)
+        self._alphas = np.stack([diagonal_floor(weighted_dirichlet(c3, a, resp[:, c]))
+                                 for c, a in enumerate(self._alphas)])
+        self._rho = (resp.sum(axis=0) + 1.0) / (m + 2.0)
+        resp = self._responsibilities(c3)
+        self._alpha = self._alphas[int(np.argmax(self._rho))]  # reported population: the larger
+        conf = sum(resp[:, c, None, None] * (c3 + a[None]) / (c3 + a[None]).sum(axis=2, keepdims=True)
+                   for c, a in enumerate(self._alphas))
+        table = np.log(np.maximum(conf, 1e-300)).transpose(0, 2, 1).reshape(m * k, k)
+        prior = class_counts + self.prior_alpha
+        return np.ascontiguousarray(table), np.log(np.maximum(prior / prior.sum(), 1e-300))
+
+    def _responsibilities(self, c3):
+        ll = np.stack([worker_dirmult(c3, a) for a in self._alphas], axis=1) + np.log(self._rho)[None]
+        return np.exp(ll - logsumexp(ll, axis=1, keepdims=True))
+
+    def _evidence(self, post, counts):
+        q = np.clip(post, 1e-300, 1.0)
+        ll = np.stack([worker_dirmult(counts, a) for a in self._alphas], axis=1) + np.log(self._rho)[None]
+        return float((post * (self._log_prior[None, :] - np.log(q))).sum()) + float(logsumexp(ll, axis=1).sum())
+
+    def _snapshot(self):
+        return {**super()._snapshot(), "_alphas": self._alphas, "_rho": self._rho}
+
+
 def methods():
     return {"mv": lambda: get_method("mv")(), "ds": lambda: get_method("ds")(),
             "hds": lambda: get_method("hds")(starts=("mv",)),
-            "hds, population fitted once": lambda: PopulationOnce(starts=("mv",))}
+            "hds, population fitted once": lambda: PopulationOnce(starts=("mv",)),
+            "hds, two communities": lambda: TwoCommunities(starts=("mv",))}
 
 
 def synthetic(seeds=(0, 1, 2), per_task=(1, 2, 3, 5)) -> str:
