@@ -12,7 +12,12 @@ and two variants of ``hds``:
   confusion is drawn from one of two population Dirichlets, with membership probabilities
   fitted by EM from each worker's Dirichlet-multinomial likelihood; the first M-step splits
   the workers at the median agreement with the start; a worker's confusion is the
-  membership-weighted mixture of its two posterior means.
+  membership-weighted mixture of its two posterior means;
+* variational empirical Bayes (the variational treatment of Kim & Ghahramani 2012's IBCC):
+  the E-step scores answers with ``E[log pi_w] = psi(c_w + alpha) - psi(C_w + s)`` instead
+  of the log of the posterior mean, and the population is the Dirichlet maximum-likelihood
+  fit to the workers' mean ``E[log pi_w]`` (Minka's fixed point), so a sparse worker's
+  uncertain confusion counts as uncertain instead of as a point.
 
 ``--real`` runs ``ds``, ``hds`` and the variants on eight real sets.
 
@@ -37,7 +42,7 @@ sys.path.insert(0, str(HERE.parent))
 from active import synthetic_scenarios  # noqa: E402
 from results_md import markdown_table, write_section  # noqa: E402
 
-from scipy.special import digamma, gammaln, logsumexp  # noqa: E402
+from scipy.special import digamma, gammaln, logsumexp, polygamma  # noqa: E402
 
 from crowdlearn.aggregation.hierarchical_ds import (  # noqa: E402
     HierarchicalDawidSkene,
@@ -129,11 +134,42 @@ class TwoCommunities(HierarchicalDawidSkene):
         return {**super()._snapshot(), "_alphas": self._alphas, "_rho": self._rho}
 
 
+def inverse_digamma(y: np.ndarray, steps: int = 5) -> np.ndarray:
+    """``x`` with ``digamma(x) = y`` (Minka's starting point, then Newton steps)."""
+    x = np.where(y >= -2.22, np.exp(y) + 0.5, -1.0 / (y - digamma(1.0)))
+    for _ in range(steps):
+        x = x - (digamma(x) - y) / polygamma(1, x)
+    return x
+
+
+class VariationalEB(HierarchicalDawidSkene):
+    """``hds`` scored with ``E[log pi_w]`` and its population fitted to the mean ``E[log pi_w]``."""
+
+    def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
+        k, m = data.n_classes, data.n_workers
+        counts, class_counts = kernels.mstep(data, post, backend)
+        c3 = counts.reshape(m, k, k).transpose(0, 2, 1)
+        for _ in range(3):  # alternate the workers' Dirichlet posteriors and the population
+            mean_log = self._expected_log(c3).mean(axis=0)
+            a = self._alpha
+            for _ in range(20):
+                a = np.maximum(inverse_digamma(digamma(a.sum(axis=1, keepdims=True)) + mean_log), 1e-6)
+            self._alpha = diagonal_floor(a)
+        table = self._expected_log(c3).transpose(0, 2, 1).reshape(m * k, k)
+        prior = class_counts + self.prior_alpha
+        return np.ascontiguousarray(table), np.log(np.maximum(prior / prior.sum(), 1e-300))
+
+    def _expected_log(self, c3):
+        post_a = c3 + self._alpha[None]
+        return digamma(post_a) - digamma(post_a.sum(axis=2, keepdims=True))
+
+
 def methods():
     return {"mv": lambda: get_method("mv")(), "ds": lambda: get_method("ds")(),
             "hds": lambda: get_method("hds")(starts=("mv",)),
             "hds, population fitted once": lambda: PopulationOnce(starts=("mv",)),
-            "hds, two communities": lambda: TwoCommunities(starts=("mv",))}
+            "hds, two communities": lambda: TwoCommunities(starts=("mv",)),
+            "hds, variational EB": lambda: VariationalEB(starts=("mv",))}
 
 
 def synthetic(seeds=(0, 1, 2), per_task=(1, 2, 3, 5)) -> str:
