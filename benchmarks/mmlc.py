@@ -17,6 +17,7 @@ the same aggregator on the raw answers, and MMLCFill's default, where the gate
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,14 +27,15 @@ import pandas as pd
 
 from crowdlearn.benchmarking import gold_accuracy
 from crowdlearn.core.io import load_folder
-from crowdlearn.mmlc.fill import fill_gate, fill_labels
+from crowdlearn.mmlc.fill import density_threshold, fill_gate, fill_labels
 from crowdlearn.mmlc.oracle import MMLCOracle
 from crowdlearn.registry import REGISTRY, get_method
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from results_md import recording  # noqa: E402  (benchmarks/ is on sys.path)
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # ../shared beside the repo
+#: the real data sets: $CROWDLEARN_SHARED_DATA, else ../shared/data beside the checkout
+DATA = Path(os.environ.get("CROWDLEARN_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 ESTIMATORS = ["kde", "kde-multivariate", "mean", "median", "weighted-kde", "weighted-mean"]
 BASES = ["mv", "ds", "onecoin", "glad", "zbs", "spectral-ds", "multispa-ds", "multispa-kl"]
 
@@ -45,8 +47,9 @@ def _agg(name, data, seed):
     return gold_accuracy(est.fit(data).labels_, data)
 
 
-def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    d = load_folder(DATA / dataset, with_features=True)
+def run(dataset: str, seeds: int, bases=None, fill_all: bool = True,
+        root: Path = DATA) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    d = load_folder(Path(root) / dataset, with_features=True)
     d = d.subset(d.tasks[d.labels_per_task() > 0])  # transductive: the answered tasks
     bases = [b for b in (bases or BASES) if b in REGISTRY]
     owf, df_rows = [], []
@@ -75,11 +78,16 @@ def run(dataset: str, seeds: int, bases=None, fill_all: bool = True) -> tuple[pd
             if b in ("zbs", "ds", "mv"):
                 owf.append({"seed": seed, "method": b, "accuracy": raw, "seconds": np.nan})
         print(f"# {dataset} seed {seed} done ({time.perf_counter() - t:.0f}s)", file=sys.stderr, flush=True)
-    return pd.DataFrame(owf), pd.DataFrame(df_rows), time.perf_counter() - t0
+    fill = pd.DataFrame(df_rows)
+    fill.attrs["b"] = density_threshold(d, "median")  # the default threshold, in answers
+    return pd.DataFrame(owf), fill, time.perf_counter() - t0
 
 
 def _pm(x: pd.Series) -> str:
-    return f"{100 * x.mean():.2f} ± {100 * x.std(ddof=1) if len(x) > 1 else 0.0:.2f}"
+    """Mean ± sd in percent; the value alone for one seed."""
+    if len(x) == 1:
+        return f"{100 * x.iloc[0]:.2f}"
+    return f"{100 * x.mean():.2f} ± {100 * x.std(ddof=1):.2f}"
 
 
 def main() -> None:
@@ -94,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--datasets", nargs="+", default=["music", "labelme"])
+    ap.add_argument("--data-root", type=Path, default=DATA,
+                    help="folder of the shared datasets (default $CROWDLEARN_SHARED_DATA or "
+                         "../shared/data beside the checkout)")
     ap.add_argument("--sweep", nargs="*", type=int, default=None,
                     help="instead: MMLC-df density sweep over these b thresholds (base ds, mv; seed 0)")
     ap.add_argument("--bases", nargs="+", default=None, help=f"aggregators for MMLC-df (default {' '.join(BASES)})")
@@ -106,18 +117,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def _main(args) -> None:
     if args.sweep is not None:
-        return sweep(args.datasets, args.sweep or [0, 25, 50, 100, 200, 400])
+        return sweep(args.datasets, args.sweep or [0, 25, 50, 100, 200, 400], args.data_root)
+    fill_all = not args.no_fill_all
+    seeds = f"{args.seeds} seed{'s' if args.seeds != 1 else ''}"
+    acc = "accuracy % (mean ± sd)" if args.seeds > 1 else "accuracy %"
     for name in args.datasets:
-        owf, fill, total = run(name, args.seeds, args.bases, not args.no_fill_all)
-        print(f"\n### {name}: MMLC-owf (transductive, {args.seeds} seeds; total {total:.0f}s)\n")
-        print("| method | accuracy % (mean ± sd) | fit s |\n|---|---|---|")
+        owf, fill, total = run(name, args.seeds, args.bases, fill_all, args.data_root)
+        print(f"\n### {name}: MMLC-owf (transductive, {seeds}; total {total:.0f}s)\n")
+        print(f"| method | {acc} | fit s |\n|---|---|---|")
         for m, g in owf.groupby("method", sort=False):
             s = g["seconds"].mean()
             print(f"| {m} | {_pm(g['accuracy'])} | {'' if np.isnan(s) else f'{s:.0f}'} |")
-        print(f"\n### {name}: MMLC-df (default b = median answers per worker; and b = 0) vs raw answers\n")
-        print("| base | raw % | filled % | Δ (points) | seeds improved | filled b=0 % | Δ b=0 "
-              "| mmlc-df default (gate) % | Δ gate | gate kept filling |\n"
-              "|---|---|---|---|---|---|---|---|---|---|")
+        b = fill.attrs.get("b")
+        median = "b = median answers per worker" + (f" = {b}" if b is not None else "")
+        print(f"\n### {name}: MMLC-df (default {median}{'; and b = 0' if fill_all else ''}) vs raw answers\n")
+        print("| base | raw % | filled % | Δ (points) | seeds improved |" + (" filled b=0 % | Δ b=0 |" if fill_all else "")
+              + " mmlc-df default (gate) % | Δ gate | gate kept filling |"
+              + "\n|---|---|---|---|---|" + ("---|---|" if fill_all else "") + "---|---|---|")
         n_imp = 0
         for b, g in fill.groupby("base", sort=False):
             delta = 100 * (g["filled"] - g["raw"])
@@ -125,19 +141,19 @@ def _main(args) -> None:
             imp = int(np.sum(delta > 0))
             n_imp += delta.mean() > 0
             delta_g = 100 * (g["gated"] - g["raw"])
-            print(f"| {b} | {_pm(g['raw'])} | {_pm(g['filled'])} | {delta.mean():+.2f} | {imp}/{len(g)} "
-                  f"| {_pm(g['filled b=0'])} | {delta0.mean():+.2f} | {_pm(g['gated'])} | {delta_g.mean():+.2f} "
-                  f"| {int(g['gate kept'].sum())}/{len(g)} seeds |")
+            print(f"| {b} | {_pm(g['raw'])} | {_pm(g['filled'])} | {delta.mean():+.2f} | {imp}/{len(g)} |"
+                  + (f" {_pm(g['filled b=0'])} | {delta0.mean():+.2f} |" if fill_all else "")
+                  + f" {_pm(g['gated'])} | {delta_g.mean():+.2f} | {int(g['gate kept'].sum())}/{len(g)} seeds |")
         print(f"\nfilling improves {n_imp}/{fill['base'].nunique()} aggregators on {name} (mean over seeds)")
 
 
-def sweep(datasets, bs) -> None:
+def sweep(datasets, bs, root: Path = DATA) -> None:
     from crowdlearn.mmlc import MMLC
 
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     for name in datasets:
-        d = load_folder(DATA / name, with_features=True)
+        d = load_folder(Path(root) / name, with_features=True)
         d = d.subset(d.tasks[d.labels_per_task() > 0])
         model = MMLC(random_state=0).fit(d)
         per_worker = np.bincount(d.worker, minlength=d.n_workers)
