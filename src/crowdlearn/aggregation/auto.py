@@ -117,7 +117,7 @@ def stacking_weights(predictive: np.ndarray, max_iter: int = 500, tol: float = 1
     for _ in range(max_iter):
         mix = p @ w
         obj = float(np.log(mix).sum())
-        w = w * (p / mix[:, None]).mean(axis=0)
+        w = w * (p.T @ (1.0 / mix)) / len(p)  # mean of p / mix over answers, without the n x m array
         w /= w.sum()
         if obj - prev < tol * len(p):
             break

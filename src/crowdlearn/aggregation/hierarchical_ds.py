@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma, gammaln
+from scipy.special import digamma, gammaln, polygamma
 
 from ..core import kernels
 from ..core.data import CrowdLabels
@@ -74,7 +74,8 @@ STARTS = ("mv", "spectral")
 EVIDENCE_MARGIN = 1.0
 
 
-def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50, tol: float = 1e-6) -> np.ndarray:
+def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50, tol: float = 1e-6,
+                       backend: str = "numpy") -> np.ndarray:
     """Empirical-Bayes Dirichlet per true class from count rows (Minka's fixed point).
 
     Parameters
@@ -84,6 +85,11 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
         was ``j``.
     alpha : ndarray (K, K)
         Starting pseudo-counts (warm start), one Dirichlet per row ``j``.
+    backend : {"numpy", "numba"}
+        "numba" sums the fixed point's digamma terms in one compiled pass that skips zero
+        counts and takes near-zero ones from their Taylor series
+        (:func:`crowdlearn.core.compiled.dirichlet_rows_sums`): the same sums to about 1e-8
+        relative, several times faster on many sparse workers.
 
     Returns
     -------
@@ -93,10 +99,16 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
     """
     a = np.maximum(np.asarray(alpha, float).copy(), _MIN_PSEUDO)
     totals = counts.sum(axis=2)  # (W, K)
+    kern = kernels.compiled_kernels() if backend == "numba" else None
+    if kern is not None:
+        num, den = np.empty_like(a), np.empty(a.shape[0])
     for _ in range(max_iter):
         big_a = a.sum(axis=1)  # (K,)
-        num = (digamma(counts + a) - digamma(a)).sum(axis=0)  # (K, K)
-        den = (digamma(totals + big_a) - digamma(big_a)).sum(axis=0)  # (K,)
+        if kern is not None:
+            kern.dirichlet_rows_sums(counts, totals, a, big_a, polygamma(1, a), polygamma(2, a), num, den)
+        else:
+            num = (digamma(counts + a) - digamma(a)).sum(axis=0)  # (K, K)
+            den = (digamma(totals + big_a) - digamma(big_a)).sum(axis=0)  # (K,)
         new = a * num / np.maximum(den, 1e-300)[:, None]
         new = np.where(den[:, None] > 0, new, a)  # a class no worker has seen keeps its row
         new = np.maximum(new, _MIN_PSEUDO)
@@ -273,7 +285,8 @@ class HierarchicalDawidSkene(DawidSkene):
         # likelihood (Minka's update maximises a lower bound), so EM and empirical Bayes climb
         # together (a generalised EM) instead of solving the inner problem to the end each time
         self._alpha = diagonal_floor(
-            fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER)
+            fit_dirichlet_rows(counts.reshape(m, k, k).transpose(0, 2, 1), self._alpha, max_iter=EB_STEPS_PER_ITER,
+                               backend=backend)
         )
         log_table = self._table_from_counts(counts, self._alpha + pseudo, backend)
         class_counts = class_counts + self.prior_alpha
