@@ -19,7 +19,7 @@ and two variants of ``hds``:
   fit to the workers' mean ``E[log pi_w]`` (Minka's fixed point), so a sparse worker's
   uncertain confusion counts as uncertain instead of as a point.
 
-``--real`` runs ``ds``, ``hds`` and the variants on eight real sets.
+``--real`` runs ``ds``, ``hds`` and the variants on the 16 categorical real sets.
 
 Run from the repository root::
 
@@ -56,7 +56,8 @@ from crowdlearn.registry import get_method  # noqa: E402
 from crowdlearn.simulate import crowd  # noqa: E402
 
 ROOT = HERE.parents[1].parent / "shared" / "data"
-REAL = ("bluebirds", "dog", "duchenne", "face", "imagenet15n", "labelme", "music", "zencrowd_us")
+REAL = ("bluebirds", "cifar10n", "dog", "duchenne", "face", "imagenet15n", "labelme", "music", "product",
+        "recidivism_race", "sentiment_polarity", "trec2010", "wsd", "zencrowd_all", "zencrowd_in", "zencrowd_us")
 
 
 class PopulationOnce(HierarchicalDawidSkene):
