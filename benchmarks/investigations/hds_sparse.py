@@ -97,13 +97,27 @@ def weighted_dirichlet(counts: np.ndarray, alpha: np.ndarray, weights: np.ndarra
     return a
 
 
+def worker_counts(data, post, backend):
+    """The M-step's soft counts as (W, true, answered), and the class totals."""
+    k, m = data.n_classes, data.n_workers
+    counts, class_counts = kernels.mstep(data, post, backend)
+    return counts.reshape(m, k, k).transpose(0, 2, 1), class_counts
+
+
+def m_step_result(log_conf, class_counts, prior_alpha):
+    """(W, true, answered) log confusions and class totals -> the kernels' table and log prior."""
+    m, k, _ = log_conf.shape
+    prior = class_counts + prior_alpha
+    return (np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k)),
+            np.log(np.maximum(prior / prior.sum(), 1e-300)))
+
+
 class TwoCommunities(HierarchicalDawidSkene):
     """``hds`` with two population Dirichlets (communities) instead of one."""
 
     def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
         k, m = data.n_classes, data.n_workers
-        counts, class_counts = kernels.mstep(data, post, backend)
-        c3 = counts.reshape(m, k, k).transpose(0, 2, 1)
+        c3, class_counts = worker_counts(data, post, backend)
         if self.n_iter_ == 0:  # first M-step of a start: split at the median agreement
             agree = np.einsum("wjj->w", c3) / np.maximum(c3.sum(axis=(1, 2)), 1e-12)
             good = (agree >= np.median(agree)).astype(float)
@@ -118,9 +132,7 @@ class TwoCommunities(HierarchicalDawidSkene):
         self._alpha = self._alphas[int(np.argmax(self._rho))]  # reported population: the larger
         conf = sum(resp[:, c, None, None] * (c3 + a[None]) / (c3 + a[None]).sum(axis=2, keepdims=True)
                    for c, a in enumerate(self._alphas))
-        table = np.log(np.maximum(conf, 1e-300)).transpose(0, 2, 1).reshape(m * k, k)
-        prior = class_counts + self.prior_alpha
-        return np.ascontiguousarray(table), np.log(np.maximum(prior / prior.sum(), 1e-300))
+        return m_step_result(np.log(np.maximum(conf, 1e-300)), class_counts, self.prior_alpha)
 
     def _responsibilities(self, c3):
         ll = np.stack([worker_dirmult(c3, a) for a in self._alphas], axis=1) + np.log(self._rho)[None]
@@ -147,18 +159,14 @@ class VariationalEB(HierarchicalDawidSkene):
     """``hds`` scored with ``E[log pi_w]`` and its population fitted to the mean ``E[log pi_w]``."""
 
     def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
-        k, m = data.n_classes, data.n_workers
-        counts, class_counts = kernels.mstep(data, post, backend)
-        c3 = counts.reshape(m, k, k).transpose(0, 2, 1)
+        c3, class_counts = worker_counts(data, post, backend)
         for _ in range(3):  # alternate the workers' Dirichlet posteriors and the population
             mean_log = self._expected_log(c3).mean(axis=0)
             a = self._alpha
             for _ in range(20):
                 a = np.maximum(inverse_digamma(digamma(a.sum(axis=1, keepdims=True)) + mean_log), 1e-6)
             self._alpha = diagonal_floor(a)
-        table = self._expected_log(c3).transpose(0, 2, 1).reshape(m * k, k)
-        prior = class_counts + self.prior_alpha
-        return np.ascontiguousarray(table), np.log(np.maximum(prior / prior.sum(), 1e-300))
+        return m_step_result(self._expected_log(c3), class_counts, self.prior_alpha)
 
     def _expected_log(self, c3):
         post_a = c3 + self._alpha[None]
