@@ -14,10 +14,15 @@ and prints them beside crowdlearn's ``ds`` / ``onecoin`` and, for best-vs-best, 
 registered crowdlearn method against every crowd-kit method (the other crowd-kit methods
 from ``benchmarks/results/crowdkit_baseline.json``; they do not use this objective).
 
+The best-vs-best table covers only the sets in the baseline file (elsewhere crowd-kit's
+other methods were not run); the sets left out are named.  ``--write-results`` also writes
+the output to section ``crowdkit-objective`` of ``benchmarks/RESULTS.md``.
+
 Usage::
 
     python benchmarks/investigations/crowdkit_objective.py [--data-root ../shared/data] [--datasets ...]
         [--methods ...]   # crowdlearn methods for best-vs-best (default: all registered)
+        [--write-results]
 
 Takes ~15 minutes with every registered method (1 minute of it crowd-kit).  A run over all
 datasets (no ``--datasets``) saves crowd-kit's results to ``benchmarks/results/crowdkit_objective.json``.
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +41,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from crowdkit_bridge import VENV_PY, available  # noqa: E402
+from results_md import recording  # noqa: E402
 
 from crowdlearn.benchmarking import categorical_datasets, run_methods
 from crowdlearn.core.io import load_folder
@@ -42,7 +49,8 @@ from crowdlearn.registry import methods
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent
-DEFAULT_DATA = BENCH.parent.parent / "shared" / "data"
+#: $CROWDLEARN_SHARED_DATA, else ../shared/data beside the checkout
+DEFAULT_DATA = Path(os.environ.get("CROWDLEARN_SHARED_DATA") or BENCH.parent.parent / "shared" / "data")
 BASELINE = BENCH / "results" / "crowdkit_baseline.json"
 OUT = BENCH / "results" / "crowdkit_objective.json"
 EM_METHODS = {"DawidSkene": "ds", "OneCoinDawidSkene": "onecoin"}
@@ -83,7 +91,9 @@ def em_table(ck: dict, ours: pd.DataFrame, ck_name: str) -> pd.DataFrame:
 def best_table(ck: dict, baseline: dict, ours: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name, res in ck.items():
-        others = {m: r["accuracy"] for m, r in baseline.get(name, {}).items()
+        if name not in baseline:  # crowd-kit's other methods not run there: no best to compare
+            continue
+        others = {m: r["accuracy"] for m, r in baseline[name].items()
                   if m not in EM_METHODS and r.get("accuracy") is not None}
         shipped = {**others, **{m: res[f"{m}/shipped"]["accuracy"] for m in EM_METHODS}}
         fixed = {**others, **{m: res[f"{m}/per_task"]["accuracy"] for m in EM_METHODS}}
@@ -105,6 +115,8 @@ def main(argv=None) -> int:
     p.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
     p.add_argument("--datasets", nargs="+")
     p.add_argument("--methods", nargs="+", help="crowdlearn methods for best-vs-best (default: all)")
+    p.add_argument("--write-results", action="store_true",
+                   help="also write the output to section crowdkit-objective of benchmarks/RESULTS.md")
     args = p.parse_args(argv)
     names = args.datasets or categorical_datasets(args.data_root)
     ck = crowdkit_objective_runs(args.data_root, names)
@@ -115,22 +127,26 @@ def main(argv=None) -> int:
     wanted = list(dict.fromkeys([*(args.methods or methods("classification")), *EM_METHODS.values()]))
     long = run_methods(data, wanted)
     ours = long.pivot(index="dataset", columns="method", values="accuracy")
-    for ck_name in EM_METHODS:
-        table = em_table(ck, ours, ck_name)
-        # worst steps (objective change per answer; negative: it fell) in scientific notation
-        fmt = [".1e" if c.endswith("worst step") else ".2f" for c in ["dataset", *table.columns]]
-        print(f"### crowd-kit {ck_name}: shipped vs per-task objective, and crowdlearn "
-              f"`{EM_METHODS[ck_name]}` (gold accuracy %)\n")
-        print(table.to_markdown(floatfmt=fmt), "\n")
+    with recording("crowdkit-objective", enabled=args.write_results):
+        for ck_name in EM_METHODS:
+            table = em_table(ck, ours, ck_name)
+            # worst steps (objective change per answer; negative: it fell) in scientific notation
+            fmt = [".1e" if c.endswith("worst step") else ".2f" for c in ["dataset", *table.columns]]
+            print(f"#### crowd-kit {ck_name}: shipped vs per-task objective, and crowdlearn "
+                  f"`{EM_METHODS[ck_name]}` (gold accuracy %)\n")
+            print(table.to_markdown(floatfmt=fmt), "\n")
+            for col in ("cl - ck shipped", "cl - ck per-task"):
+                print(f"- {col}: {int((table[col] < -0.3).sum())} sets more than 0.3 points behind")
+            print()
+        table = best_table(ck, baseline, ours)
+        print("#### Best crowdlearn method vs best crowd-kit method (gold accuracy %)\n")
+        left_out = [n for n in ck if n not in table.index]
+        if left_out:
+            print(f"_Left out (crowd-kit's other methods not in its baseline file): {', '.join(left_out)}._\n")
+        print(table.to_markdown(floatfmt=".2f"), "\n")
         for col in ("cl - ck shipped", "cl - ck per-task"):
-            print(f"- {col}: {int((table[col] < -0.3).sum())} sets more than 0.3 points behind")
-        print()
-    table = best_table(ck, baseline, ours)
-    print("### Best crowdlearn method vs best crowd-kit method (gold accuracy %)\n")
-    print(table.to_markdown(floatfmt=".2f"), "\n")
-    for col in ("cl - ck shipped", "cl - ck per-task"):
-        print(f"- {col}: behind on {int((table[col] < 0).sum())} sets, "
-              f"more than 0.3 points behind on {int((table[col] < -0.3).sum())}")
+            print(f"- {col}: behind on {int((table[col] < 0).sum())} sets, "
+                  f"more than 0.3 points behind on {int((table[col] < -0.3).sum())}")
     return 0
 
 
