@@ -191,3 +191,11 @@ def test_more_bad_input():
         MultiLabelAnswers.from_frame(df.drop(columns="label"))
     with pytest.raises(TypeError, match="expected MultiLabelAnswers"):
         BinaryRelevance().fit([("a", "x", "cat")])
+
+
+def test_numeric_tags_follow_the_class_order():
+    # tags from a file are text: "10" after "2", as for class labels, on both input forms
+    df = pd.DataFrame({"task": ["a", "a", "b"], "worker": ["w1", "w2", "w1"], "label": ["1|10", "2", "10|b"]})
+    assert list(MultiLabelAnswers.from_frame(df).tags) == ["1", "2", "10", "b"]
+    lists = df.assign(label=[[1, 10], [2], [10, "b"]])
+    assert list(MultiLabelAnswers.from_frame(lists).tags) == [1, 2, 10, "b"]

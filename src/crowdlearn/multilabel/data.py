@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import CrowdLabels, factorize_ids, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import CrowdLabels, class_codes, factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -228,8 +228,9 @@ class MultiLabelAnswers(AnswerTable):
             Column names.  A label is a list, tuple or set of tags, or a string of tags
             separated by ``delimiter``; ``""``, ``[]`` and an empty cell are the empty set.
         tags : iterable, optional
-            The full tag set, in output order; a tag outside it is an error.  Default: sorted
-            union of the answers' and the truth's tags.
+            The full tag set, in output order; a tag outside it is an error.  Default: the
+            union of the answers' and the truth's tags in the class-label order (numbers by
+            value, "2" before "10", then text; :func:`~crowdlearn.core.data.class_codes`).
         delimiter : str, default "|"
             Tag separator of string labels (``","`` is common too).
         truth : mapping or Series task -> tag set, optional
@@ -277,8 +278,12 @@ class MultiLabelAnswers(AnswerTable):
                                  f"given tags {list(tag_index)[:10]} ({row_list(bad, first_line)})")
         else:
             pool = pd.Series(flat + truth_flat, dtype=object)
-            pool_codes, tag_index = factorize_ids(pool, "tag") if len(pool) else (
-                np.zeros(0, np.int64), pd.Index([], name="tag", dtype=object))
+            if len(pool):
+                # the tags in the classes' order: numbers by value ("2" before "10"), then text
+                pool_codes, tag_index = class_codes(pool)
+                tag_index = tag_index.rename("tag")
+            else:
+                pool_codes, tag_index = np.zeros(0, np.int64), pd.Index([], name="tag", dtype=object)
             codes = pool_codes[:len(flat)]
         if all_tasks is not None:
             pool = pd.concat([strip_text(pd.Series(list(all_tasks), dtype=object)),
