@@ -37,14 +37,6 @@ METHODS = ("mv", "ds", "hds", "onecoin", "auto")
 DRAWS = (0, 1)
 
 
-def _select(data, mask):
-    from crowdlearn.core.data import CrowdLabels
-
-    return CrowdLabels.from_codes(data.task[mask], data.worker[mask], data.label[mask],
-                                  tasks=data.tasks, workers=data.workers, classes=data.classes,
-                                  truth=data.truth)
-
-
 def run(ks) -> str:
     rows = []
     for name in categorical_datasets(ROOT):
@@ -52,7 +44,7 @@ def run(ks) -> str:
         for k in ks:
             accs = []
             for seed in DRAWS:
-                data = _select(full, _mask(full, k, seed))
+                data = full._select_keep_ids(_mask(full, k, seed))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     accs.append({m: gold_accuracy(get_method(m)().fit(data).labels_, data) for m in METHODS})

@@ -111,9 +111,7 @@ def fill_gate(labels: Any, b: int | str = "median", base: Any = "ds", model=None
     aside = np.zeros(n, dtype=bool)
     # drawn per answer in (task, worker, label) order: the split ignores the rows' order
     aside[data.canonical_order()] = np.random.default_rng(resolve_seed(random_state)).random(n) < held_out
-    rest = CrowdLabels.from_codes(data.task[~aside], data.worker[~aside], data.label[~aside],
-                                  tasks=data.tasks, workers=data.workers, classes=data.classes,
-                                  features=data.features)
+    rest = data._select_keep_ids(~aside)  # every task, worker and class id kept
     mdl = make_mmlc_model(model, random_state).fit(rest)
     filled = fill_labels(mdl, rest, density_threshold(data, b))
     task, label = data.task[aside], data.label[aside]
