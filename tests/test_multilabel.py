@@ -199,3 +199,12 @@ def test_numeric_tags_follow_the_class_order():
     assert list(MultiLabelAnswers.from_frame(df).tags) == ["1", "2", "10", "b"]
     lists = df.assign(label=[[1, 10], [2], [10, "b"]])
     assert list(MultiLabelAnswers.from_frame(lists).tags) == [1, 2, 10, "b"]
+
+
+def test_metric_tag_order_is_the_class_order():
+    # the metrics' own tag index (no tags given) orders tags as MultiLabelAnswers does
+    from crowdlearn.diagnostics.multilabel_metrics import tag_indicator
+
+    matrix, tags = tag_indicator(pd.Series(["10|2", "b|1", ""]))
+    assert list(tags) == ["1", "2", "10", "b"]
+    assert matrix.tolist() == [[0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 0, 0]]

@@ -170,6 +170,73 @@ def _predictive_score_hard(train: CrowdLabels, pred: np.ndarray, test: CrowdLabe
     return np.log(num / den)
 
 
+def _fold_scores(fitted: list, hard: bool, crossfit: bool, smoothing: float) -> list[np.ndarray]:
+    """Per fold, the held-out log-likelihood of each withheld answer (module docstring, step 3).
+
+    ``fitted``: (train, test, posteriors) per fold.  With ``crossfit`` the scoring confusion
+    ``Pi_w`` of fold ``f`` is counted on the withheld answers of the *other* folds, each paired
+    with its task's label from the fit that did not see it; otherwise on fold ``f``'s training
+    answers paired with the labels of a fit that did see them.
+    """
+    if not crossfit:
+        if hard:
+            return [_predictive_score_hard(tr, np.argmax(post, axis=1), te, smoothing) for tr, te, post in fitted]
+        return [_predictive_score(tr, post, te, smoothing) for tr, te, post in fitted]
+    if not fitted:
+        return []
+    # the withheld answers of every fold, each with the posterior of the fit that did not see it
+    worker = np.concatenate([te.worker for _, te, _ in fitted])
+    label = np.concatenate([te.label for _, te, _ in fitted])
+    q = np.concatenate([post[te.task] for _, te, post in fitted])
+    fold_of = np.repeat(np.arange(len(fitted)), [te.n_labels for _, te, _ in fitted])
+    out = []
+    for f, (_, test, post) in enumerate(fitted):
+        src = (worker[fold_of != f], label[fold_of != f])
+        if hard:
+            out.append(_score_from_pairs_hard(*src, np.argmax(q[fold_of != f], axis=1), test,
+                                              np.argmax(post, axis=1), smoothing))
+        else:
+            out.append(_score_from_pairs(*src, q[fold_of != f], test, post, smoothing))
+    return out
+
+
+def _score_from_pairs_hard(worker: np.ndarray, label: np.ndarray, src_pred: np.ndarray, test: CrowdLabels,
+                           pred: np.ndarray, smoothing: float) -> np.ndarray:
+    """``log Pi_w[pred_j, a]`` for the answers of ``test``, with ``Pi_w`` counted on pairs.
+
+    The pairs are answers (``worker``, ``label``) each with its own label ``src_pred`` (one
+    per answer, not per task: each comes from the fit that did not see that answer).
+    """
+    k = np.int64(test.n_classes)
+    cell_src = (worker.astype(np.int64) * k + src_pred) * k + label
+    cell_te = (test.worker.astype(np.int64) * k + pred[test.task]) * k + test.label
+    # pseudo-counts toward the crowd's pooled confusion (k * smoothing per row), so that a
+    # worker with few answers is scored with the crowd's confusion rather than a uniform row
+    pool_src = src_pred.astype(np.int64) * k + label
+    pool_te = pred[test.task].astype(np.int64) * k + test.label
+    pooled = (smoothing + _lookup_counts(pool_src, pool_te)) / (k * smoothing + _lookup_counts(pool_src // k, pool_te // k))
+    num = k * smoothing * pooled + _lookup_counts(cell_src, cell_te)
+    den = k * smoothing + _lookup_counts(cell_src // k, cell_te // k)
+    return np.log(num / den)
+
+
+def _score_from_pairs(worker: np.ndarray, label: np.ndarray, src_post: np.ndarray, test: CrowdLabels,
+                      post: np.ndarray, smoothing: float) -> np.ndarray:
+    """Soft :func:`_score_from_pairs_hard`: ``log sum_c q_j(c) Pi_w[c, a]``."""
+    k = test.n_classes
+    need = 8.0 * test.n_workers * k * k
+    if need > _DENSE_BYTES:
+        raise ValueError(
+            f"soft scoring needs a dense {test.n_workers} x {k} x {k} confusion table "
+            f"({need / 1e9:.1f} GB); use hard=True, which counts only the cells that occur"
+        )
+    counts = np.full((test.n_workers, k, k), smoothing)
+    np.add.at(counts, (worker, slice(None), label), src_post)
+    conf = counts / counts.sum(axis=2, keepdims=True)
+    p = np.einsum("nc,nc->n", post[test.task], conf[test.worker, :, test.label])
+    return np.log(np.maximum(p, 1e-300))
+
+
 def _lookup_counts(train_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """How often each ``query`` key occurs among ``train_keys`` (0 when absent)."""
     keys, counts = np.unique(train_keys, return_counts=True)
@@ -187,6 +254,7 @@ def heldout_scores(
     random_state: int | None = 0,
     hard: bool = True,
     max_answers: int | None = None,
+    crossfit: bool = True,
 ) -> pd.DataFrame:
     """Cross-validated predictive log-likelihood of every candidate (see the module docstring).
 
@@ -210,8 +278,8 @@ def heldout_scores(
     per_answer = {}
     for cand in candidates:
         name, _ = _make(cand, random_state)
-        fold_scores, seconds, error = [], 0.0, ""
-        answers = []
+        seconds, error = 0.0, ""
+        fitted = []  # (train, test, posteriors) per fold
         for mask in folds:
             if not mask.any():
                 continue
@@ -227,11 +295,9 @@ def heldout_scores(
             finally:
                 seconds += time.process_time() - t0
             post = est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
-            if hard:
-                answers.append(_predictive_score_hard(train, np.argmax(post, axis=1), test, smoothing))
-            else:
-                answers.append(_predictive_score(train, post, test, smoothing))
-            fold_scores.append(answers[-1].mean())
+            fitted.append((train, test, post))
+        answers = [] if error else _fold_scores(fitted, hard, crossfit, smoothing)
+        fold_scores = [a.mean() for a in answers]
         if error or not fold_scores:
             rows[name] = (-np.inf, np.nan, seconds, error or "nothing could be withheld")
         else:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids",
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "label_number",
            "positions_by_value", "row_list", "strip_frame", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
@@ -203,7 +203,7 @@ def _normalise_label_values(values: pd.Series) -> pd.Series:
     return values
 
 
-def _number_key(value: Any, infinite: bool = False) -> Decimal | None:
+def label_number(value: Any, infinite: bool = False) -> Decimal | None:
     """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None.
 
     ``infinite``: also give the infinities (``inf``, ``"-inf"``), for ordering; they are not
@@ -222,8 +222,8 @@ def _number_key(value: Any, infinite: bool = False) -> Decimal | None:
 
 def _value_key(value: Any) -> Hashable:
     """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
-    spells (:func:`_number_key`; a Decimal's hash equals the number's), else its text."""
-    number = _number_key(value)
+    spells (:func:`label_number`; a Decimal's hash equals the number's), else its text."""
+    number = label_number(value)
     return number if number is not None else ("text", str(value))
 
 
@@ -277,7 +277,7 @@ def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndar
     groups: dict[Decimal, list[int]] = {}
     for pos, value in enumerate(values):
         if isinstance(value, str):
-            key = _number_key(value)
+            key = label_number(value)
             if key is not None:
                 groups.setdefault(key, []).append(pos)
     target = np.arange(len(values))
@@ -315,13 +315,13 @@ def _gold_as_classes(gold: pd.Series, classes: Iterable[Hashable]) -> pd.Series:
     """
     # gold holds a few distinct values; the classes may be a whole label column, so they are
     # looked at only when some gold value is a number
-    numbers = {v: k for v in pd.unique(gold) if (k := _number_key(v)) is not None}
+    numbers = {v: k for v in pd.unique(gold) if (k := label_number(v)) is not None}
     if not numbers:
         return gold
     known = pd.Index(pd.unique(pd.Series(classes, dtype=object)))
     by_number: dict[Decimal, Any] = {}
     for value in known:
-        key = _number_key(value)
+        key = label_number(value)
         if key is not None:
             by_number.setdefault(key, value)
     spelled = {v: by_number[k] for v, k in numbers.items() if k in by_number and v not in known}
@@ -363,7 +363,7 @@ def _class_sort_key(value: Any) -> tuple:
     The type name breaks the rare tie of two classes spelling one number in different types
     (``1`` and ``"1.0"`` in one object column), so the order never depends on row order.
     """
-    number = _number_key(value, infinite=True)
+    number = label_number(value, infinite=True)
     if number is not None:
         return (0, number, type(value).__name__, str(value))
     return (1, str(value), type(value).__name__)
@@ -779,12 +779,12 @@ class CrowdLabels:
             if bad.any():  # one number, one class: "1.0" is the given class "1"
                 by_number = {}
                 for pos, value in enumerate(class_index):
-                    key = _number_key(value)
+                    key = label_number(value)
                     if key is not None:
                         by_number.setdefault(key, pos)
                 if by_number:
                     uniq, inv = np.unique(labels_col.to_numpy()[bad].astype(str), return_inverse=True)
-                    found = np.array([by_number.get(_number_key(u), -1) for u in uniq])
+                    found = np.array([by_number.get(label_number(u), -1) for u in uniq])
                     label_codes[bad] = found[inv]
                     bad = label_codes < 0
             if bad.any():

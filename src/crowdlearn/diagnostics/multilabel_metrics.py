@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.data import class_codes
 from ..multilabel.data import parse_tag_sets
 
 __all__ = ["tag_indicator", "hamming_loss", "subset_accuracy", "micro_f1", "macro_f1", "truth_report"]
@@ -23,8 +24,14 @@ def tag_indicator(sets: pd.Series, tags: Iterable[Hashable] | None = None,
                   delimiter: str = "|") -> tuple[np.ndarray, pd.Index]:
     """A (len(sets) x tags) 0/1 matrix from a Series of tag collections, and the tag Index."""
     counts, flat = parse_tag_sets(sets.to_numpy(), delimiter)
-    index = pd.Index(sorted(set(flat), key=str) if tags is None else list(tags))
-    codes = index.get_indexer(pd.Index(flat, dtype=object)) if flat else np.zeros(0, np.int64)
+    if tags is None and flat:
+        # the tags in the classes' order, as MultiLabelAnswers has them: numbers by value
+        # ("2" before "10"), then text
+        codes, index = class_codes(pd.Series(flat, dtype=object))
+        index = pd.Index(list(index), dtype=object)
+    else:
+        index = pd.Index([] if tags is None else list(tags))
+        codes = index.get_indexer(pd.Index(flat, dtype=object)) if flat else np.zeros(0, np.int64)
     if np.any(codes < 0):
         raise ValueError(f"tag {flat[int(np.flatnonzero(codes < 0)[0])]!r} is not one of {list(index)[:10]}")
     out = np.zeros((len(sets), len(index)), dtype=np.int8)

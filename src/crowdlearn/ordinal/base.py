@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Iterable
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import numpy as np
@@ -28,26 +27,15 @@ import pandas as pd
 
 from ..aggregation.base import BaseAggregator
 from ..core.base import Tags
-from ..core.data import CrowdLabels
+from ..core.data import CrowdLabels, label_number
 
 __all__ = ["ordinal_order", "ordered_classes", "numeric_classes", "monotone_survival", "survival_to_probas",
            "OrdinalAggregator"]
 
 
-def _number(value: Any) -> Decimal | None:
-    """``value`` as an exact finite number, or None when it is not one (booleans are not)."""
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    try:
-        num = Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
-        return None
-    return num if num.is_finite() else None
-
-
 def numeric_classes(classes: Iterable[Any]) -> bool:
     """True when every class is a finite number (``2``, ``"10"``, ``"-2"``, ``1.5``)."""
-    return all(_number(c) is not None for c in classes)
+    return all(label_number(c) is not None for c in classes)
 
 
 def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) -> np.ndarray:
@@ -77,8 +65,8 @@ def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) ->
     if given is not None:
         given = list(given)
         codes = classes.get_indexer(pd.Index(given, dtype=object)) if given else np.array([], int)
-        numbers = {_number(c): i for i, c in enumerate(classes) if _number(c) is not None}
-        codes = np.array([c if c >= 0 else numbers.get(_number(g), -1) for c, g in zip(codes, given)],
+        numbers = {label_number(c): i for i, c in enumerate(classes) if label_number(c) is not None}
+        codes = np.array([c if c >= 0 else numbers.get(label_number(g), -1) for c, g in zip(codes, given)],
                          dtype=np.int64)
         if np.any(codes < 0):
             raise ValueError(f"ordinal classes: {given[int(np.flatnonzero(codes < 0)[0])]!r} is "
@@ -91,7 +79,7 @@ def ordinal_order(classes: pd.Index, given: Iterable[Hashable] | None = None) ->
                              f"got {given}: {what}")
         return codes
     if k and numeric_classes(classes):
-        numbers = [_number(c) for c in classes]
+        numbers = [label_number(c) for c in classes]
         return np.array(sorted(range(k), key=lambda i: numbers[i]), dtype=np.int64)
     return np.arange(k, dtype=np.int64)
 
