@@ -10,6 +10,7 @@ from crowdlearn.aggregation.auto import (
     AutoAggregator,
     _predictive_score,
     _predictive_score_hard,
+    _fold_scores,
     _folds,
     stacking_weights,
     heldout_scores,
@@ -154,3 +155,47 @@ def test_large_inputs_choose_on_a_task_subsample_but_fit_every_answer():
     est = AutoAggregator(candidates=["ds", "mv"], n_folds=2, max_answers=2000).fit(data)
     assert len(est.labels_) == data.n_tasks
     assert est.best_.probas_.shape[0] == data.n_tasks
+
+
+def test_crossfit_scores_count_each_worker_on_answers_the_fit_did_not_see():
+    # brute force: fold f's answer (w, a) on task j scores log Pi_w[pred_f(j), a], Pi_w counted on
+    # the other folds' withheld answers of w, each paired with the label of its own fold's fit,
+    # with k * smoothing pseudo-counts toward the crowd's pooled confusion of those pairs
+    data = simulate.dawid_skene(150, 6, 3, labels_per_task=4, seed=5)
+    folds = _folds(data, 3, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    fitted = [(data._select_keep_ids(~m), data._select_keep_ids(m), rng.integers(0, 3, data.n_tasks))
+              for m in folds]
+    got = _fold_scores(fitted, True, True, smoothing=0.5)
+    k, s = 3, 0.5
+    for f, (_, test, pred) in enumerate(fitted):
+        pairs = [(w, p[t], a) for g, (_, te, p) in enumerate(fitted) if g != f
+                 for t, w, a in zip(te.task, te.worker, te.label)]
+        pooled = np.full((k, k), s)
+        own = np.zeros((data.n_workers, k, k))
+        for w, c, a in pairs:
+            pooled[c, a] += 1
+            own[w, c, a] += 1
+        pooled /= pooled.sum(axis=1, keepdims=True)
+        conf = (own + k * s * pooled) / (own.sum(axis=2, keepdims=True) + k * s)
+        want = np.log(conf[test.worker, pred[test.task], test.label])
+        np.testing.assert_allclose(got[f], want, rtol=1e-12)
+    # and soft scoring of one-hot posteriors is the same rule
+    soft = _fold_scores([(tr, te, np.eye(3)[p]) for tr, te, p in fitted], False, True, smoothing=0.5)
+    for a, b in zip(got, soft):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_informative_labels_beat_the_null_model_and_a_crowd_without_signal_falls_back():
+    # workers of accuracy 0.55-0.85: the labels of ds predict withheld answers better than
+    # each worker's answer rate alone, by many standard errors
+    data = simulate.dawid_skene(600, 15, 2, labels_per_task=5, accuracy=(0.55, 0.85), seed=0)
+    table = heldout_scores(data, ["ds", "mv"])
+    assert table.loc["ds", "z_null"] > 5 and table.loc["mv", "z_null"] > 5
+    # workers who answer at random: no method's labels say anything about the answers, and
+    # auto returns its fallback (majority vote) and says why
+    noise = simulate.dawid_skene(300, 20, 2, labels_per_task=3, accuracy=0.5, seed=0)
+    est = AutoAggregator(candidates=["ds", "onecoin", "mv"]).fit(noise)
+    assert est.chosen_ == "mv" and list(est.weights_) == [0.0, 0.0, 1.0]
+    assert "fallback" in est.reason_ and "answer rate" in est.reason_
+    assert np.all(est.scores_["z_null"] <= est.min_z)

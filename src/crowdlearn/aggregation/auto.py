@@ -11,17 +11,26 @@ posteriors *predict answers it has not seen*:
    inputs the choice is made on a random subset of tasks holding about ``max_answers``
    answers;
 2. fit every candidate on the answers outside a fold and read its task posteriors ``q_j``;
-3. score every candidate by one common predictive rule, whatever its own worker model: a
-   smoothed Dawid-Skene confusion ``Pi_w[c, a]`` is estimated from the candidate's posteriors
-   on the training answers (one M-step, pseudo-count ``smoothing`` per cell), and the score
-   is the mean held-out log-likelihood ``log sum_c q_j(c) Pi_w[c, a_jw]``;
-4. (``combine="stack"``, the default) average the candidates instead of betting on one: the
+3. score every candidate by one common predictive rule, whatever its own worker model: the
+   mean held-out log-likelihood ``log sum_c q_j(c) Pi_w[c, a_jw]`` under a Dawid-Skene
+   confusion ``Pi_w[c, a]`` counted on the *other folds' withheld answers*, each paired with
+   its task's label from the fit that did not see it (cross-fitting), with ``k * smoothing``
+   pseudo-counts per row toward the crowd's pooled confusion.  Counting it on the training
+   answers instead (crowdlearn 0.1.0) lets every answer help make the label it is scored
+   against: with 2-3 answers per task the workers then look more reliable than they are, and
+   any candidate whose labels follow the answers is penalised on withheld ones, while a
+   method collapsed onto one class is not;
+4. compare each candidate with the **null model**, every task one constant label (each
+   worker's answer rate): only candidates whose paired gain over it exceeds ``min_z``
+   standard errors take part.  If none does, the answers are too few to tell worker models
+   apart, and ``fallback`` (majority vote) is returned;
+5. (``combine="stack"``, the default) average the candidates instead of betting on one: the
    weights ``w`` maximise the held-out log-likelihood of the mixture
    ``sum_i log sum_m w_m p_i^(m)`` over the withheld answers (stacking of predictive
    distributions, Yao, Vehtari, Simpson & Gelman, 2018, "Using stacking to average Bayesian
    predictive distributions", Bayesian Analysis 13(3)), and the output posteriors are
    ``sum_m w_m q^(m)`` of the candidates refit on all answers (those with a weight above 1%);
-5. or (``combine="select"``) keep the first candidate (the reference, ``ds`` by default)
+6. or (``combine="select"``) keep the first candidate (the reference, ``ds`` by default)
    unless some candidates predict the withheld answers *significantly* better — paired over
    the same answers, gain above ``min_z`` standard errors — and then take the best of those;
    refit it on all answers.  Differences between methods are often within the noise of a
@@ -173,31 +182,27 @@ def _predictive_score_hard(train: CrowdLabels, pred: np.ndarray, test: CrowdLabe
 def _fold_scores(fitted: list, hard: bool, crossfit: bool, smoothing: float) -> list[np.ndarray]:
     """Per fold, the held-out log-likelihood of each withheld answer (module docstring, step 3).
 
-    ``fitted``: (train, test, posteriors) per fold.  With ``crossfit`` the scoring confusion
-    ``Pi_w`` of fold ``f`` is counted on the withheld answers of the *other* folds, each paired
-    with its task's label from the fit that did not see it; otherwise on fold ``f``'s training
-    answers paired with the labels of a fit that did see them.
+    ``fitted``: (train, test, posteriors) per fold; with ``hard`` the posteriors may be given
+    as one class code per task.  With ``crossfit`` the scoring confusion ``Pi_w`` of fold ``f``
+    is counted on the withheld answers of the *other* folds, each paired with its task's label
+    from the fit that did not see it; otherwise on fold ``f``'s training answers paired with
+    the labels of the fit that saw them.
     """
+    if hard:
+        fitted = [(tr, te, post if post.ndim == 1 else np.argmax(post, axis=1)) for tr, te, post in fitted]
     if not crossfit:
-        if hard:
-            return [_predictive_score_hard(tr, np.argmax(post, axis=1), te, smoothing) for tr, te, post in fitted]
-        return [_predictive_score(tr, post, te, smoothing) for tr, te, post in fitted]
+        score = _predictive_score_hard if hard else _predictive_score
+        return [score(tr, post, te, smoothing) for tr, te, post in fitted]
     if not fitted:
         return []
-    # the withheld answers of every fold, each with the posterior of the fit that did not see it
+    # the withheld answers of every fold, each with the label of the fit that did not see it
     worker = np.concatenate([te.worker for _, te, _ in fitted])
     label = np.concatenate([te.label for _, te, _ in fitted])
     q = np.concatenate([post[te.task] for _, te, post in fitted])
     fold_of = np.repeat(np.arange(len(fitted)), [te.n_labels for _, te, _ in fitted])
-    out = []
-    for f, (_, test, post) in enumerate(fitted):
-        src = (worker[fold_of != f], label[fold_of != f])
-        if hard:
-            out.append(_score_from_pairs_hard(*src, np.argmax(q[fold_of != f], axis=1), test,
-                                              np.argmax(post, axis=1), smoothing))
-        else:
-            out.append(_score_from_pairs(*src, q[fold_of != f], test, post, smoothing))
-    return out
+    score = _score_from_pairs_hard if hard else _score_from_pairs
+    return [score(worker[fold_of != f], label[fold_of != f], q[fold_of != f], test, post, smoothing)
+            for f, (_, test, post) in enumerate(fitted)]
 
 
 def _score_from_pairs_hard(worker: np.ndarray, label: np.ndarray, src_pred: np.ndarray, test: CrowdLabels,
@@ -230,8 +235,10 @@ def _score_from_pairs(worker: np.ndarray, label: np.ndarray, src_post: np.ndarra
             f"soft scoring needs a dense {test.n_workers} x {k} x {k} confusion table "
             f"({need / 1e9:.1f} GB); use hard=True, which counts only the cells that occur"
         )
-    counts = np.full((test.n_workers, k, k), smoothing)
+    counts = np.zeros((test.n_workers, k, k))
     np.add.at(counts, (worker, slice(None), label), src_post)
+    pooled = smoothing + counts.sum(axis=0)  # the crowd's confusion, as in the hard rule
+    counts += k * smoothing * pooled / pooled.sum(axis=1, keepdims=True)
     conf = counts / counts.sum(axis=2, keepdims=True)
     p = np.einsum("nc,nc->n", post[test.task], conf[test.worker, :, test.label])
     return np.log(np.maximum(p, 1e-300))
@@ -304,21 +311,30 @@ def heldout_scores(
             rows[name] = (float(np.mean(fold_scores)), float(np.std(fold_scores)), seconds, "")
             per_answer[name] = np.concatenate(answers)
     table = pd.DataFrame.from_dict(rows, orient="index", columns=["score", "sd", "seconds", "error"])
-    # paired comparison with the first candidate (the reference) over the same held-out answers
+    # paired comparisons over the same held-out answers: with the first candidate (the
+    # reference), and with the null model (every task one constant label: each worker's
+    # answer rate), which a candidate whose labels carry information about the answers beats
     ref = per_answer.get(table.index[0])
-    gain = np.full(len(table), np.nan)
-    z = np.full(len(table), np.nan)
-    if ref is not None:
+    pairs = [(data._select_keep_ids(~m), data._select_keep_ids(m), np.zeros(data.n_tasks, np.int64))
+             for m in folds if m.any()]
+    null = np.concatenate(_fold_scores(pairs, True, crossfit, smoothing)) if pairs else None
+    for prefix, base in (("", ref), ("_null", null)):
+        gain, z = np.full(len(table), np.nan), np.full(len(table), np.nan)
         for i, name in enumerate(table.index):
-            if name in per_answer:
-                diff = per_answer[name] - ref
-                gain[i] = diff.mean()
-                se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.inf
-                z[i] = gain[i] / se if se > 0 else (0.0 if gain[i] == 0 else np.sign(gain[i]) * np.inf)
-    table["gain"] = gain
-    table["z"] = z
+            if base is not None and name in per_answer:
+                gain[i], z[i] = _paired(per_answer[name] - base)
+        table["gain" + prefix] = gain
+        table["z" + prefix] = z
     table.attrs["per_answer"] = per_answer
+    table.attrs["null"] = null
     return table
+
+
+def _paired(diff: np.ndarray) -> tuple[float, float]:
+    """Mean of paired per-answer differences, and that mean over its standard error."""
+    gain = float(diff.mean())
+    se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.inf
+    return gain, (gain / se if se > 0 else (0.0 if gain == 0 else float(np.sign(gain) * np.inf)))
 
 
 class AutoAggregator(BaseAggregator):
@@ -333,16 +349,25 @@ class AutoAggregator(BaseAggregator):
     n_folds : int, default 5
         Folds of the cross-validation over answers (each answer is withheld once).
     min_z : float
-        With ``combine="select"``, a candidate replaces the first one (the reference, ``ds``
-        by default) only if its paired gain over the same held-out answers exceeds ``min_z``
+        A candidate takes part only if its paired gain over the null model exceeds ``min_z``
+        standard errors (see ``fallback``).  With ``combine="select"``, a candidate replaces
+        the first one (the reference, ``ds`` by default) only if its paired gain over the same
+        held-out answers exceeds ``min_z``
         standard errors.
     smoothing : float
         Dirichlet pseudo-count of the common worker model used for scoring.
     combine : {"stack", "select"}, default "stack"
         Average the posteriors of the candidates with stacking weights learned on the
         withheld answers (module docstring, step 5), or refit the one chosen candidate
-        (step 4).  The default was chosen on simulated crowds (``benchmarks/model_choice.py
+        (step 6).  The default was chosen on simulated crowds (``benchmarks/model_choice.py
         --synthetic``), not on the real sets.
+    fallback : str, default "mv"
+        The candidate returned when no candidate's labels predict the withheld answers better
+        than the null model (each worker's answer rate, whatever the task) by ``min_z``
+        standard errors: then the answers are too few to tell worker models apart (2-3 per
+        task and few per worker), and EM methods tend to collapse onto one class.  The first
+        candidate if ``fallback`` is not one of them.  Chosen on simulated crowds
+        (``benchmarks/investigations/auto_scoring.py --few``), not on the real sets.
     max_answers : int or None, default 100_000
         Above this many answers the choice is made on a random subset of tasks holding about
         this many answers (the final fit always uses every answer).  A speed setting.
@@ -376,6 +401,7 @@ class AutoAggregator(BaseAggregator):
         min_z: float = 2.0,
         smoothing: float = 1.0,
         combine: str = "stack",
+        fallback: str = "mv",
         max_answers: int | None = 100_000,
         random_state: int | None = 0,
     ) -> None:
@@ -384,6 +410,7 @@ class AutoAggregator(BaseAggregator):
         self.min_z = min_z
         self.smoothing = smoothing
         self.combine = combine
+        self.fallback = fallback
         self.max_answers = max_answers
         self.random_state = random_state
 
@@ -427,8 +454,11 @@ class AutoAggregator(BaseAggregator):
             data, cands, self.n_folds, self.smoothing, self.random_state, max_answers=self.max_answers
         )
         per_answer = scores.attrs.pop("per_answer")
+        scores.attrs.pop("null")
         names = [_make(c, self.random_state)[0] for c in cands]
         finite = np.isfinite(scores["score"].to_numpy())
+        # candidates whose labels predict the withheld answers better than the null model
+        informative = finite & (np.nan_to_num(scores["z_null"].to_numpy(), nan=-np.inf) > self.min_z)
         weights = np.zeros(len(cands))
         if not finite.any():
             # nothing could be withheld (e.g. one answer per task): the first candidate
@@ -437,8 +467,18 @@ class AutoAggregator(BaseAggregator):
                 f"chose {names[0]!r} (the first candidate): no answer could be withheld to compare "
                 "methods, every task or worker has a single answer"
             )
+        elif not informative.any():
+            pick = names.index(self.fallback) if self.fallback in names else 0
+            weights[pick] = 1.0
+            top = scores["z_null"].idxmax()
+            self.reason_ = (
+                f"chose {names[pick]!r} (the fallback): no candidate's labels predict the withheld "
+                f"answers significantly better than each worker's answer rate alone (best: {top!r}, "
+                f"z = {scores.loc[top, 'z_null']:.1f} <= {self.min_z}), so the answers are too few to "
+                "tell worker models apart"
+            )
         elif self.combine == "stack":
-            ran = [i for i in range(len(cands)) if finite[i]]
+            ran = [i for i in range(len(cands)) if informative[i]]
             pred = np.exp(np.column_stack([per_answer[names[i]] for i in ran]))
             weights[ran] = stacking_weights(pred)
             weights[weights < 0.01] = 0.0
@@ -449,7 +489,7 @@ class AutoAggregator(BaseAggregator):
                 f"the withheld answers: {used}"
             )
         else:
-            pick = self._select(scores, finite, names)
+            pick = self._select(scores, informative, names)
             weights[pick] = 1.0
         scores["weight"] = weights
         self.scores_ = scores
@@ -479,15 +519,15 @@ class AutoAggregator(BaseAggregator):
         self.converged_ = bool(getattr(self.best_, "converged_", True))
         return post / post.sum(axis=1, keepdims=True)
 
-    def _select(self, scores: pd.DataFrame, finite: np.ndarray, names: list) -> int:
-        """Index of the selected candidate; sets ``reason_``."""
+    def _select(self, scores: pd.DataFrame, eligible: np.ndarray, names: list) -> int:
+        """Index of the selected candidate among the ``eligible`` ones; sets ``reason_``."""
         ref_name = names[0]
         z = scores["z"].to_numpy()
-        better = np.flatnonzero(finite & (np.nan_to_num(z, nan=-np.inf) > self.min_z))
+        better = np.flatnonzero(eligible & (np.nan_to_num(z, nan=-np.inf) > self.min_z))
         if len(better):
             pick = int(better[np.argmax(scores["score"].to_numpy()[better])])
         else:
-            pick = 0 if finite[0] else int(np.nanargmax(np.where(finite, scores["score"], -np.inf)))
+            pick = 0 if eligible[0] else int(np.nanargmax(np.where(eligible, scores["score"], -np.inf)))
         row = scores.iloc[pick]
         if pick == 0:
             top = scores["score"].idxmax()
@@ -496,6 +536,12 @@ class AutoAggregator(BaseAggregator):
                 f"withheld answers significantly better (best: {top!r}, "
                 f"gain {scores.loc[top, 'gain']:+.4f} nats per answer, z = {scores.loc[top, 'z']:.1f} "
                 f"<= {self.min_z}; {self.n_folds}-fold cross-validation over answers)"
+            )
+        elif not len(better):
+            self.reason_ = (
+                f"chose {names[pick]!r}: the best score among the candidates whose labels predict the "
+                f"withheld answers better than each worker's answer rate alone; the reference "
+                f"{ref_name!r} does not (paired z = {scores.iloc[0]['z_null']:.1f} <= {self.min_z})"
             )
         else:
             self.reason_ = (
