@@ -269,9 +269,13 @@ def heldout_scores(
     answer), ``sd`` (over folds), ``seconds`` (total fit time), ``error`` (message of a
     candidate that failed, which then scores ``-inf``), ``gain`` (mean paired difference of
     the per-answer score against the first candidate, over the same held-out answers) and
-    ``z`` (that gain over its standard error).  The per-answer scores are in
-    ``table.attrs["per_answer"]`` (candidate -> array, the same withheld answers in the same
-    order for every candidate that ran).
+    ``z`` (that gain over its standard error), and ``gain_null`` and ``z_null``, the same
+    against the null model (every task one constant label, i.e. each worker's answer rate).
+    The per-answer scores are in ``table.attrs["per_answer"]`` (candidate -> array, the same
+    withheld answers in the same order for every candidate that ran) and
+    ``table.attrs["null"]``.  ``crossfit=False`` counts the scoring confusion on the training
+    answers instead (crowdlearn 0.1.0's rule, biased toward methods that ignore the answers
+    when tasks have few; kept for comparison).
     """
     from ..core.data import as_crowd_labels
 
@@ -352,8 +356,7 @@ class AutoAggregator(BaseAggregator):
         A candidate takes part only if its paired gain over the null model exceeds ``min_z``
         standard errors (see ``fallback``).  With ``combine="select"``, a candidate replaces
         the first one (the reference, ``ds`` by default) only if its paired gain over the same
-        held-out answers exceeds ``min_z``
-        standard errors.
+        held-out answers exceeds ``min_z`` standard errors.
     smoothing : float
         Dirichlet pseudo-count of the common worker model used for scoring.
     combine : {"stack", "select"}, default "stack"
