@@ -282,9 +282,12 @@ def heldout_scores(
     if n_folds < 2:
         raise ValueError(f"n_folds must be >= 2 (cross-validation over answers), got {n_folds!r}")
     data = as_crowd_labels(labels)
-    rng = resolve_generator(random_state)
-    data = _subsample_tasks(data, max_answers, rng)
-    folds = _folds(data, n_folds, rng)
+    # child streams, not the seed's own: a crowd simulated with the same seed draws its truth
+    # from ``default_rng(seed).random``, and a subsample drawn from that very stream keeps
+    # the tasks of one class (found on ``simulate.dawid_skene(..., seed=0)`` at 10^6 answers)
+    sub_rng, fold_rng = resolve_generator(random_state).spawn(2)
+    data = _subsample_tasks(data, max_answers, sub_rng)
+    folds = _folds(data, n_folds, fold_rng)
     rows = {}
     per_answer = {}
     for cand in candidates:
