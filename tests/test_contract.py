@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
+import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.aggregation.base import SEALED, BaseAggregator
 from crowdlearn.cli import main
@@ -363,3 +364,22 @@ def test_gold_identifies_workers_without_overlap():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         get_method("ds")().fit(frame, gold=truth.iloc[:100])
+
+
+def test_a_fit_that_collapses_onto_one_class_warns():
+    # a fit whose labels put every task in the class majority vote gives to 60% of them is
+    # flagged (the EM collapse of sparse binary crowds); a fit that follows the votes is not
+    data = simulate.dawid_skene(n_tasks=200, n_workers=20, n_classes=2, labels_per_task=3,
+                                accuracy=(0.6, 0.9), seed=3)
+
+    class Collapsed(cl.MajorityVote):
+        def _fit(self, data, gold, init):
+            return np.tile([0.9, 0.1], (data.n_tasks, 1))
+
+    with pytest.warns(UserWarning, match=r"100% of the answered tasks get class 0, which majority vote gives to \d+%"):
+        Collapsed().fit(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        cl.MajorityVote().fit(data)
+        # and gold given: the fit is anchored, no warning
+        Collapsed().fit(data, gold=pd.Series([0], index=data.tasks[:1]))

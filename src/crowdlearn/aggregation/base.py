@@ -21,6 +21,8 @@ subclass is meant to override are ``_fit``, ``_predict_proba_codes`` and ``_chec
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -146,6 +148,21 @@ def workers_meet(data: CrowdLabels) -> bool:
                        != np.maximum.reduceat(data.worker, starts)))
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` that makes a warning point at the first caller outside crowdlearn.
+
+    A fit reaches its warnings through one to three of the package's own frames (mixins,
+    ``auto``'s candidates, the CLI), so a fixed level would often name a line of crowdlearn.
+    """
+    frame, level = sys._getframe(1), 1  # the function that will call warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str) -> np.ndarray:
     """The answers' vote shares on every answered task, with a warning: what any aggregator
     returns when no two workers ever answered the same task and no gold is given.
@@ -157,12 +174,45 @@ def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str) ->
     warnings.warn(
         f"{name}: no task has answers from two different workers and no gold is given, so "
         "worker quality cannot be estimated; each task's posterior is its answers' vote shares",
-        UserWarning, stacklevel=3,
+        UserWarning, stacklevel=_user_stacklevel(),
     )
     answered = data.labels_per_task() > 0
     out = proba.copy()
     out[answered] = vote_fractions(data)[answered]
     return out
+
+
+#: a fit "collapsed" when at least this share of the answered tasks gets one class ...
+COLLAPSE_SHARE = 0.99
+#: ... that majority vote gives to at most this share of them (guards for a warning, not
+#: tuned: they flag the degenerate EM solution in which one class absorbs every task)
+COLLAPSE_VOTE_SHARE = 0.8
+
+
+def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, name: str) -> None:
+    """Warn when nearly every answered task gets the class that majority vote gives to far fewer.
+
+    With 2-3 answers per task and few per worker, EM methods can reach the solution in which
+    one class absorbs every task and the others are answered at random: the likelihood of
+    such answers barely tells a latent class apart from each worker's answer rate.  The labels
+    are then useless, and nothing else in the fit says so.
+    """
+    answered = data.labels_per_task() > 0
+    n = int(answered.sum())
+    if n < 20 or data.n_classes < 2:
+        return
+    top = int(np.bincount(codes[answered], minlength=data.n_classes).argmax())
+    share = float(np.mean(codes[answered] == top))
+    votes = vote_fractions(data)[answered]
+    vote_share = float(np.mean(votes.argmax(axis=1) == top))
+    if share >= COLLAPSE_SHARE and vote_share <= COLLAPSE_VOTE_SHARE:
+        warnings.warn(
+            f"{name}: {share:.0%} of the answered tasks get class {data.classes[top]!r}, which "
+            f"majority vote gives to {vote_share:.0%} of them: the fit collapsed onto one class "
+            "(the answers per task and per worker are probably too few to identify its worker "
+            "model); compare with 'mv', or let 'auto' choose",
+            UserWarning, stacklevel=_user_stacklevel(),
+        )
 
 
 def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
@@ -280,6 +330,8 @@ class BaseAggregator(CrowdEstimator):
         self.workers_ = data.workers
         self.classes_ = data.classes
         codes = argmax_random_ties(proba, self._rng, data.tasks)
+        if gold_codes is None:
+            _warn_if_collapsed(data, codes, type(self).__name__)
         self.label_codes_ = codes
         self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
         self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
