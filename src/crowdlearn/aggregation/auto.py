@@ -145,20 +145,24 @@ def _subsample_tasks(data: CrowdLabels, max_answers: int | None, rng: np.random.
     return data.subset(tasks=data.tasks[keep_tasks])
 
 
+def _dense_confusions(n_workers: int, k: int) -> np.ndarray:
+    """A zero worker x class x class table, refused above :data:`_DENSE_BYTES`."""
+    need = 8.0 * n_workers * k * k
+    if need > _DENSE_BYTES:
+        raise ValueError(
+            f"soft scoring needs a dense {n_workers} x {k} x {k} confusion table "
+            f"({need / 1e9:.1f} GB); use hard=True, which counts only the cells that occur"
+        )
+    return np.zeros((n_workers, k, k))
+
+
 def _predictive_score(train: CrowdLabels, post: np.ndarray, test: CrowdLabels, smoothing: float) -> np.ndarray:
     """Per held-out answer: ``log sum_c q_j(c) Pi_w[c, a]`` with Pi from one DS M-step.
 
     ``Pi_w[c, a]`` (row: true class ``c``, column: answered class ``a``) is the smoothed
     confusion estimated from the posteriors ``post`` on the training answers.
     """
-    k = train.n_classes
-    need = 8.0 * train.n_workers * k * k
-    if need > _DENSE_BYTES:
-        raise ValueError(
-            f"soft scoring needs a dense {train.n_workers} x {k} x {k} confusion table "
-            f"({need / 1e9:.1f} GB); use hard=True, which counts only the cells that occur"
-        )
-    counts = np.full((train.n_workers, k, k), smoothing)
+    counts = _dense_confusions(train.n_workers, train.n_classes) + smoothing
     np.add.at(counts, (train.worker, slice(None), train.label), post[train.task])
     conf = counts / counts.sum(axis=2, keepdims=True)  # [worker, true, answered]
     p = np.einsum("nc,nc->n", post[test.task], conf[test.worker, :, test.label])
@@ -230,13 +234,7 @@ def _score_from_pairs(worker: np.ndarray, label: np.ndarray, src_post: np.ndarra
                       post: np.ndarray, smoothing: float) -> np.ndarray:
     """Soft :func:`_score_from_pairs_hard`: ``log sum_c q_j(c) Pi_w[c, a]``."""
     k = test.n_classes
-    need = 8.0 * test.n_workers * k * k
-    if need > _DENSE_BYTES:
-        raise ValueError(
-            f"soft scoring needs a dense {test.n_workers} x {k} x {k} confusion table "
-            f"({need / 1e9:.1f} GB); use hard=True, which counts only the cells that occur"
-        )
-    counts = np.zeros((test.n_workers, k, k))
+    counts = _dense_confusions(test.n_workers, k)
     np.add.at(counts, (worker, slice(None), label), src_post)
     pooled = smoothing + counts.sum(axis=0)  # the crowd's confusion, as in the hard rule
     counts += k * smoothing * pooled / pooled.sum(axis=1, keepdims=True)
