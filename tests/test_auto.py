@@ -160,7 +160,8 @@ def test_large_inputs_choose_on_a_task_subsample_but_fit_every_answer():
 def test_crossfit_scores_count_each_worker_on_answers_the_fit_did_not_see():
     # brute force: fold f's answer (w, a) on task j scores log Pi_w[pred_f(j), a], Pi_w counted on
     # the other folds' withheld answers of w, each paired with the label of its own fold's fit,
-    # with k * smoothing pseudo-counts toward the crowd's pooled confusion of those pairs
+    # with k * smoothing pseudo-counts toward the crowd's pooled confusion of those pairs, whose
+    # rows have k * smoothing pseudo-counts toward the pairs' answer marginal
     data = simulate.dawid_skene(150, 6, 3, labels_per_task=4, seed=5)
     folds = _folds(data, 3, np.random.default_rng(0))
     rng = np.random.default_rng(1)
@@ -171,7 +172,9 @@ def test_crossfit_scores_count_each_worker_on_answers_the_fit_did_not_see():
     for f, (_, test, pred) in enumerate(fitted):
         pairs = [(w, p[t], a) for g, (_, te, p) in enumerate(fitted) if g != f
                  for t, w, a in zip(te.task, te.worker, te.label)]
-        pooled = np.full((k, k), s)
+        answered = np.bincount([a for _, _, a in pairs], minlength=k)
+        marginal = (1 + answered) / (k + len(pairs))
+        pooled = np.tile(k * s * marginal, (k, 1))
         own = np.zeros((data.n_workers, k, k))
         for w, c, a in pairs:
             pooled[c, a] += 1
@@ -193,9 +196,35 @@ def test_informative_labels_beat_the_null_model_and_a_crowd_without_signal_falls
     table = heldout_scores(data, ["ds", "mv"])
     assert table.loc["ds", "z_null"] > 5 and table.loc["mv", "z_null"] > 5
     # workers who answer at random: no method's labels say anything about the answers, and
-    # auto returns its fallback (majority vote) and says why
+    # auto returns its fallback (by default the first candidate, its reference) and says why
     noise = simulate.dawid_skene(300, 20, 2, labels_per_task=3, accuracy=0.5, seed=0)
-    est = AutoAggregator(candidates=["ds", "onecoin", "mv"]).fit(noise)
-    assert est.chosen_ == "mv" and list(est.weights_) == [0.0, 0.0, 1.0]
+    est = AutoAggregator(candidates=["onecoin", "ds", "mv"]).fit(noise)
+    assert est.chosen_ == "onecoin" and list(est.weights_) == [1.0, 0.0, 0.0]
     assert "fallback" in est.reason_ and "answer rate" in est.reason_
-    assert np.all(est.scores_["z_null"] <= est.min_z)
+    assert not est.scores_["eligible"].any() and np.all(est.scores_["z_null"] <= est.min_z)
+    named = AutoAggregator(candidates=["onecoin", "ds", "mv"], fallback="mv").fit(noise)
+    assert named.chosen_ == "mv"
+    # estimators as candidates: the fallback is found by its registered class
+    est = AutoAggregator(candidates=[cl.DawidSkene(), cl.MajorityVote()], fallback="mv").fit(noise)
+    assert est.chosen_ == "MajorityVote"
+    with pytest.raises(ValueError, match="fallback 'MV' is not one of the candidates"):
+        AutoAggregator(candidates=["ds", "mv"], fallback="MV").fit(noise)
+
+
+def test_seeds_of_every_accepted_kind_draw_the_folds():
+    data = simulate.dawid_skene(200, 10, 3, labels_per_task=3, seed=1)
+    for seed in (0, None, np.random.default_rng(0), np.random.RandomState(0)):
+        est = AutoAggregator(candidates=["ds", "mv"], random_state=seed).fit(data)
+        assert np.isfinite(est.scores_["score"]).all()
+    a = AutoAggregator(candidates=["ds", "mv"], random_state=3).fit(data).scores_
+    b = AutoAggregator(candidates=["ds", "mv"], random_state=3).fit(data).scores_
+    pd.testing.assert_frame_equal(a.drop(columns="seconds"), b.drop(columns="seconds"))
+
+
+def test_a_single_fold_that_withholds_answers_scores_in_sample():
+    # only one of the folds can withhold anything: there are no other folds' answers to count
+    # the confusions on, and the training answers serve
+    df = pd.DataFrame({"task": ["t1", "t1", "t2", "t3", "t4", "t5"], "worker": list("abab" "ab"),
+                       "label": [0, 0, 1, 1, 0, 0]})
+    table = heldout_scores(df, ["ds", "mv"], n_folds=5, random_state=2)
+    assert table.attrs["folds"] == 1 and table.attrs["crossfit"] is False

@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 
 import crowdlearn as cl
 from crowdlearn import simulate
-from crowdlearn.aggregation.base import SEALED, BaseAggregator
+from crowdlearn.aggregation.base import SEALED, BaseAggregator, CollapseWarning
 from crowdlearn.cli import main
 from crowdlearn.core.base import (
     KINDS,
@@ -376,10 +376,22 @@ def test_a_fit_that_collapses_onto_one_class_warns():
         def _fit(self, data, gold, init):
             return np.tile([0.9, 0.1], (data.n_tasks, 1))
 
-    with pytest.warns(UserWarning, match=r"100% of the answered tasks get class 0, which majority vote gives to \d+%"):
+    with pytest.warns(CollapseWarning, match=r"100% of the answered tasks get class 0, which majority vote gives to \d+%"):
         Collapsed().fit(data)
+    # tasks with gold are left out of the judgement, not the whole fit
+    with pytest.warns(CollapseWarning):
+        Collapsed().fit(data, gold=pd.Series([0], index=data.tasks[:1]))
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         cl.MajorityVote().fit(data)
-        # and gold given: the fit is anchored, no warning
-        Collapsed().fit(data, gold=pd.Series([0], index=data.tasks[:1]))
+
+    # a composite method's inner fits leave the warning to the outer one: one warning, the outer's
+    class Outer(cl.MajorityVote):
+        def _fit(self, data, gold, init):
+            return Collapsed().fit(data).probas_.to_numpy()
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        Outer().fit(data)
+    assert [str(w.message).split(":")[0] for w in seen if issubclass(w.category, CollapseWarning)] == ["Outer"]
+    assert all(w.filename == __file__ for w in seen)

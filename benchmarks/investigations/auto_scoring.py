@@ -57,7 +57,8 @@ RULES = ("insample", "crossfit", "crossfit+null z0 ds", "crossfit+null z2 ds", "
 
 #: few answers per task *and* per worker, the regime the grid of ``tune_defaults.py`` lacks
 #: (its sparse scenarios have 2-3 answers per task but 500 workers or 12 classes): small
-#: binary and 4-class crowds with 2-3 answers per task, five seeds each
+#: binary and 3-4-class crowds with 2-3 answers per task, balanced and imbalanced (where a
+#: constant label is nearly the truth), five seeds each
 FEW_ANSWERS: dict[str, dict] = {
     "binary, 3 per task, weak": dict(n_tasks=200, n_workers=40, n_classes=2, labels_per_task=3,
                                      accuracy=(0.5, 0.8)),
@@ -67,6 +68,10 @@ FEW_ANSWERS: dict[str, dict] = {
                                          accuracy=(0.6, 0.9), spammers=0.3),
     "4 classes, 3 per task": dict(n_tasks=300, n_workers=30, n_classes=4, labels_per_task=3,
                                   accuracy=(0.4, 0.8)),
+    "binary, 3 per task, 90% one class": dict(n_tasks=300, n_workers=30, n_classes=2, labels_per_task=3,
+                                              accuracy=(0.6, 0.75), class_prior=(0.9, 0.1)),
+    "3 classes, 3 per task, imbalanced": dict(n_tasks=300, n_workers=30, n_classes=3, labels_per_task=3,
+                                              accuracy=(0.5, 0.8), class_prior=(0.8, 0.15, 0.05)),
 }
 FEW_SEEDS = (0, 1, 2, 3, 4)
 
@@ -96,8 +101,8 @@ def _null(fitted, crossfit: bool) -> list[np.ndarray]:
     return A._fold_scores(const, True, crossfit, 1.0)
 
 
-#: the rule AutoAggregator now follows (crossfit scoring, min_z 2, fallback mv)
-ADOPTED = "crossfit+null z2 mv"
+#: the rule AutoAggregator now follows (crossfit scoring, min_z 2, fallback ds, its reference)
+ADOPTED = "crossfit+null z2 ds"
 
 
 def _decide(fits, rule: str) -> tuple[np.ndarray, str]:

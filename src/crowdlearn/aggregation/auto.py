@@ -15,15 +15,17 @@ posteriors *predict answers it has not seen*:
    mean held-out log-likelihood ``log sum_c q_j(c) Pi_w[c, a_jw]`` under a Dawid-Skene
    confusion ``Pi_w[c, a]`` counted on the *other folds' withheld answers*, each paired with
    its task's label from the fit that did not see it (cross-fitting), with ``k * smoothing``
-   pseudo-counts per row toward the crowd's pooled confusion.  Counting it on the training
+   pseudo-counts per row toward the crowd's pooled confusion (whose rows are shrunk the same
+   way toward the answers' marginal).  Counting it on the training
    answers instead (crowdlearn 0.1.0) lets every answer help make the label it is scored
    against: with 2-3 answers per task the workers then look more reliable than they are, and
    any candidate whose labels follow the answers is penalised on withheld ones, while a
    method collapsed onto one class is not;
 4. compare each candidate with the **null model**, every task one constant label (each
    worker's answer rate): only candidates whose paired gain over it exceeds ``min_z``
-   standard errors take part.  If none does, the answers are too few to tell worker models
-   apart, and ``fallback`` (majority vote) is returned;
+   standard errors take part.  If none does (typically 2-3 answers per task and few per
+   worker, where EM methods collapse onto one class), ``fallback`` (the first candidate,
+   ``ds``) is returned;
 5. (``combine="stack"``, the default) average the candidates instead of betting on one: the
    weights ``w`` maximise the held-out log-likelihood of the mixture
    ``sum_i log sum_m w_m p_i^(m)`` over the withheld answers (stacking of predictive
@@ -135,6 +137,16 @@ def stacking_weights(predictive: np.ndarray, max_iter: int = 500, tol: float = 1
     return w
 
 
+def _child_generators(random_state: Any, n: int) -> list[np.random.Generator]:
+    """``n`` independent generators derived from ``random_state`` (an int gives the children
+    of ``SeedSequence(seed)``; a RandomState or Generator gives one draw to seed them)."""
+    if random_state is None or isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        seq = np.random.SeedSequence(None if random_state is None else int(random_state))
+    else:
+        seq = np.random.SeedSequence(int(resolve_generator(random_state).integers(2**63)))
+    return [np.random.default_rng(child) for child in seq.spawn(n)]
+
+
 def _subsample_tasks(data: CrowdLabels, max_answers: int | None, rng: np.random.Generator) -> CrowdLabels:
     """The answers of a random subset of tasks holding about ``max_answers`` answers."""
     if max_answers is None or data.n_labels <= max_answers:
@@ -221,10 +233,14 @@ def _score_from_pairs_hard(worker: np.ndarray, label: np.ndarray, src_pred: np.n
     cell_src = (worker.astype(np.int64) * k + src_pred) * k + label
     cell_te = (test.worker.astype(np.int64) * k + pred[test.task]) * k + test.label
     # pseudo-counts toward the crowd's pooled confusion (k * smoothing per row), so that a
-    # worker with few answers is scored with the crowd's confusion rather than a uniform row
+    # worker with few answers is scored with the crowd's confusion rather than a uniform row;
+    # the pooled rows in turn shrink toward the answers' marginal, so that a label no pair
+    # carries predicts what the crowd answers overall, as the null model does
+    marginal = (1.0 + np.bincount(label, minlength=k)) / (k + len(label))
     pool_src = src_pred.astype(np.int64) * k + label
     pool_te = pred[test.task].astype(np.int64) * k + test.label
-    pooled = (smoothing + _lookup_counts(pool_src, pool_te)) / (k * smoothing + _lookup_counts(pool_src // k, pool_te // k))
+    pooled = ((k * smoothing * marginal[test.label] + _lookup_counts(pool_src, pool_te))
+              / (k * smoothing + _lookup_counts(pool_src // k, pool_te // k)))
     num = k * smoothing * pooled + _lookup_counts(cell_src, cell_te)
     den = k * smoothing + _lookup_counts(cell_src // k, cell_te // k)
     return np.log(num / den)
@@ -236,7 +252,9 @@ def _score_from_pairs(worker: np.ndarray, label: np.ndarray, src_post: np.ndarra
     k = test.n_classes
     counts = _dense_confusions(test.n_workers, k)
     np.add.at(counts, (worker, slice(None), label), src_post)
-    pooled = smoothing + counts.sum(axis=0)  # the crowd's confusion, as in the hard rule
+    # the crowd's confusion, shrunk toward the answers' marginal, as in the hard rule
+    marginal = (1.0 + np.bincount(label, minlength=k)) / (k + len(label))
+    pooled = k * smoothing * marginal[None, :] + counts.sum(axis=0)
     counts += k * smoothing * pooled / pooled.sum(axis=1, keepdims=True)
     conf = counts / counts.sum(axis=2, keepdims=True)
     p = np.einsum("nc,nc->n", post[test.task], conf[test.worker, :, test.label])
@@ -284,18 +302,19 @@ def heldout_scores(
     # child streams, not the seed's own: a crowd simulated with the same seed draws its truth
     # from ``default_rng(seed).random``, and a subsample drawn from that very stream keeps
     # the tasks of one class (found on ``simulate.dawid_skene(..., seed=0)`` at 10^6 answers)
-    sub_rng, fold_rng = resolve_generator(random_state).spawn(2)
+    sub_rng, fold_rng = _child_generators(random_state, 2)
     data = _subsample_tasks(data, max_answers, sub_rng)
-    folds = _folds(data, n_folds, fold_rng)
+    folds = [m for m in _folds(data, n_folds, fold_rng) if m.any()]
+    # cross-fitting counts each fold's scoring confusion on the other folds' withheld answers:
+    # with a single fold that withholds anything there are none, and the training answers serve
+    crossfit = crossfit and len(folds) >= 2
     rows = {}
     per_answer = {}
     for cand in candidates:
         name, _ = _make(cand, random_state)
         seconds, error = 0.0, ""
-        fitted = []  # (train, test, posteriors) per fold
+        fitted = []  # (train, test, posteriors or labels) per fold
         for mask in folds:
-            if not mask.any():
-                continue
             train = data._select_keep_ids(~mask)
             test = data._select_keep_ids(mask)
             _, est = _make(cand, random_state)
@@ -312,7 +331,10 @@ def heldout_scores(
             finally:
                 seconds += time.process_time() - t0
             post = est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
-            fitted.append((train, test, post))
+            # keep only what scoring reads: the labels when hard, the training answers only
+            # for the in-sample rule (n_folds dense tables of 10^4 classes would not fit)
+            fitted.append((None if crossfit else train, test, np.argmax(post, axis=1) if hard else post))
+            del post
         answers = [] if error else _fold_scores(fitted, hard, crossfit, smoothing)
         fold_scores = [a.mean() for a in answers]
         if error or not fold_scores:
@@ -326,7 +348,7 @@ def heldout_scores(
     # answer rate), which a candidate whose labels carry information about the answers beats
     ref = per_answer.get(table.index[0])
     pairs = [(data._select_keep_ids(~m), data._select_keep_ids(m), np.zeros(data.n_tasks, np.int64))
-             for m in folds if m.any()]
+             for m in folds]
     null = np.concatenate(_fold_scores(pairs, True, crossfit, smoothing)) if pairs else None
     for prefix, base in (("", ref), ("_null", null)):
         gain, z = np.full(len(table), np.nan), np.full(len(table), np.nan)
@@ -337,6 +359,8 @@ def heldout_scores(
         table["z" + prefix] = z
     table.attrs["per_answer"] = per_answer
     table.attrs["null"] = null
+    table.attrs["crossfit"] = crossfit
+    table.attrs["folds"] = len(folds)
     return table
 
 
@@ -370,13 +394,15 @@ class AutoAggregator(BaseAggregator):
         withheld answers (module docstring, step 5), or refit the one chosen candidate
         (step 6).  The default was chosen on simulated crowds (``benchmarks/model_choice.py
         --synthetic``), not on the real sets.
-    fallback : str, default "mv"
+    fallback : str or None, default None
         The candidate returned when no candidate's labels predict the withheld answers better
         than the null model (each worker's answer rate, whatever the task) by ``min_z``
-        standard errors: then the answers are too few to tell worker models apart (2-3 per
-        task and few per worker), and EM methods tend to collapse onto one class.  The first
-        candidate if ``fallback`` is not one of them.  Chosen on simulated crowds
-        (``benchmarks/investigations/auto_scoring.py --few``), not on the real sets.
+        standard errors, as with 2-3 answers per task and few per worker, where EM methods
+        tend to collapse onto one class.  None: the first candidate (the reference, ``ds`` by
+        default; majority vote was 19 points worse on imbalanced sparse crowds, section
+        ``auto-scoring-few`` of benchmarks/RESULTS.md); otherwise a registered name among the
+        candidates (an error if it is not one).  If it failed on the folds, the best-scoring
+        candidate is returned.
     max_answers : int or None, default 100_000
         Above this many answers the choice is made on a random subset of tasks holding about
         this many answers (the final fit always uses every answer).  A speed setting.
@@ -410,7 +436,7 @@ class AutoAggregator(BaseAggregator):
         min_z: float = 2.0,
         smoothing: float = 1.0,
         combine: str = "stack",
-        fallback: str = "mv",
+        fallback: str | None = None,
         max_answers: int | None = 100_000,
         random_state: int | None = 0,
     ) -> None:
@@ -463,11 +489,14 @@ class AutoAggregator(BaseAggregator):
             data, cands, self.n_folds, self.smoothing, self.random_state, max_answers=self.max_answers
         )
         per_answer = scores.attrs.pop("per_answer")
-        scores.attrs.pop("null")
+        null = scores.attrs.pop("null")
         names = [_make(c, self.random_state)[0] for c in cands]
+        fallback = self._fallback_index(cands, names)
         finite = np.isfinite(scores["score"].to_numpy())
+        z_null = np.nan_to_num(scores["z_null"].to_numpy(), nan=-np.inf)
         # candidates whose labels predict the withheld answers better than the null model
-        informative = finite & (np.nan_to_num(scores["z_null"].to_numpy(), nan=-np.inf) > self.min_z)
+        informative = finite & (z_null > self.min_z)
+        scores["eligible"] = informative
         weights = np.zeros(len(cands))
         if not finite.any():
             # nothing could be withheld (e.g. one answer per task): the first candidate
@@ -477,15 +506,18 @@ class AutoAggregator(BaseAggregator):
                 "methods, every task or worker has a single answer"
             )
         elif not informative.any():
-            pick = names.index(self.fallback) if self.fallback in names else 0
+            top = int(np.argmax(np.where(finite, z_null, -np.inf)))
+            why = (f"no candidate's labels predict the withheld answers significantly better than "
+                   f"each worker's answer rate alone (best: {names[top]!r}, z = {z_null[top]:.1f} <= "
+                   f"{self.min_z}; null model {np.mean(null):.4f} nats per answer)")
+            if finite[fallback]:
+                pick = fallback
+                self.reason_ = f"chose {names[pick]!r} (the fallback): {why}"
+            else:  # the fallback failed on the folds: the best score among those that ran
+                pick = int(np.argmax(np.where(finite, scores["score"].to_numpy(), -np.inf)))
+                self.reason_ = (f"chose {names[pick]!r} (the best held-out score; the fallback "
+                                f"{names[fallback]!r} failed): {why}")
             weights[pick] = 1.0
-            top = scores["z_null"].idxmax()
-            self.reason_ = (
-                f"chose {names[pick]!r} (the fallback): no candidate's labels predict the withheld "
-                f"answers significantly better than each worker's answer rate alone (best: {top!r}, "
-                f"z = {scores.loc[top, 'z_null']:.1f} <= {self.min_z}), so the answers are too few to "
-                "tell worker models apart"
-            )
         elif self.combine == "stack":
             ran = [i for i in range(len(cands)) if informative[i]]
             pred = np.exp(np.column_stack([per_answer[names[i]] for i in ran]))
@@ -528,6 +560,22 @@ class AutoAggregator(BaseAggregator):
         self.converged_ = bool(getattr(self.best_, "converged_", True))
         return post / post.sum(axis=1, keepdims=True)
 
+    def _fallback_index(self, cands: list, names: list) -> int:
+        """Position of ``fallback`` among the candidates: by name, or by the registered class of
+        that name when candidates are estimators; an error when it is not one of them."""
+        if self.fallback is None:
+            return 0
+        if self.fallback in names:
+            return names.index(self.fallback)
+        try:
+            cls = get_method(self.fallback)
+        except (KeyError, ValueError, TypeError):
+            cls = None
+        for i, cand in enumerate(cands):
+            if cls is not None and not isinstance(cand, str) and type(cand) is cls:
+                return i
+        raise ValueError(f"fallback {self.fallback!r} is not one of the candidates {names}")
+
     def _select(self, scores: pd.DataFrame, eligible: np.ndarray, names: list) -> int:
         """Index of the selected candidate among the ``eligible`` ones; sets ``reason_``."""
         ref_name = names[0]
@@ -550,7 +598,8 @@ class AutoAggregator(BaseAggregator):
             self.reason_ = (
                 f"chose {names[pick]!r}: the best score among the candidates whose labels predict the "
                 f"withheld answers better than each worker's answer rate alone; the reference "
-                f"{ref_name!r} does not (paired z = {scores.iloc[0]['z_null']:.1f} <= {self.min_z})"
+                + (f"{ref_name!r} does not (paired z = {scores.iloc[0]['z_null']:.1f} <= {self.min_z})"
+                   if np.isfinite(scores.iloc[0]["score"]) else f"{ref_name!r} failed")
             )
         else:
             self.reason_ = (

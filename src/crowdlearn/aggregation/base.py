@@ -21,8 +21,8 @@ subclass is meant to override are ``_fit``, ``_predict_proba_codes`` and ``_chec
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
+import threading
 import warnings
 from typing import Any
 
@@ -148,22 +148,28 @@ def workers_meet(data: CrowdLabels) -> bool:
                        != np.maximum.reduceat(data.worker, starts)))
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def _user_stacklevel() -> int:
     """``stacklevel`` that makes a warning point at the first caller outside crowdlearn.
 
     A fit reaches its warnings through one to three of the package's own frames (mixins,
     ``auto``'s candidates, the CLI), so a fixed level would often name a line of crowdlearn.
+    Frames are told apart by their module's name, which holds for any kind of install.
     """
     frame, level = sys._getframe(1), 1  # the function that will call warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "crowdlearn" and not module.startswith("crowdlearn."):
+            break
         frame, level = frame.f_back, level + 1
     return level
 
 
-def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str) -> np.ndarray:
+#: how many BaseAggregator.fit calls are running in this thread (composite methods fit
+#: others): the warnings about the fitted labels are the outermost fit's to give
+_FIT_DEPTH = threading.local()
+
+
+def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str, warn: bool = True) -> np.ndarray:
     """The answers' vote shares on every answered task, with a warning: what any aggregator
     returns when no two workers ever answered the same task and no gold is given.
 
@@ -171,11 +177,12 @@ def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str) ->
     where its EM happened to stop, and majority vote's answer is the only one every model
     agrees with.  Tasks without answers keep the method's own posterior (its class prior).
     """
-    warnings.warn(
-        f"{name}: no task has answers from two different workers and no gold is given, so "
-        "worker quality cannot be estimated; each task's posterior is its answers' vote shares",
-        UserWarning, stacklevel=_user_stacklevel(),
-    )
+    if warn:
+        warnings.warn(
+            f"{name}: no task has answers from two different workers and no gold is given, so "
+            "worker quality cannot be estimated; each task's posterior is its answers' vote shares",
+            UserWarning, stacklevel=_user_stacklevel(),
+        )
     answered = data.labels_per_task() > 0
     out = proba.copy()
     out[answered] = vote_fractions(data)[answered]
@@ -189,29 +196,39 @@ COLLAPSE_SHARE = 0.99
 COLLAPSE_VOTE_SHARE = 0.8
 
 
-def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, name: str) -> None:
+class CollapseWarning(UserWarning):
+    """A fit put nearly every task in one class that majority vote gives to far fewer."""
+
+
+def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | None, name: str) -> None:
     """Warn when nearly every answered task gets the class that majority vote gives to far fewer.
 
     With 2-3 answers per task and few per worker, EM methods can reach the solution in which
     one class absorbs every task and the others are answered at random: the likelihood of
     such answers barely tells a latent class apart from each worker's answer rate.  The labels
-    are then useless, and nothing else in the fit says so.
+    are then useless, and nothing else in the fit says so.  The same labels are right when one
+    class really is that frequent, which the answers alone cannot tell, so the message says
+    both.  Tasks with gold are left out (their labels are the gold); ties in the vote count
+    as shares.
     """
-    answered = data.labels_per_task() > 0
-    n = int(answered.sum())
+    judged = data.labels_per_task() > 0
+    if gold is not None:
+        judged &= gold < 0
+    n = int(judged.sum())
     if n < 20 or data.n_classes < 2:
         return
-    top = int(np.bincount(codes[answered], minlength=data.n_classes).argmax())
-    share = float(np.mean(codes[answered] == top))
-    votes = vote_fractions(data)[answered]
-    vote_share = float(np.mean(votes.argmax(axis=1) == top))
+    top = int(np.bincount(codes[judged], minlength=data.n_classes).argmax())
+    share = float(np.mean(codes[judged] == top))
+    votes = vote_fractions(data)[judged]
+    is_max = votes >= votes.max(axis=1, keepdims=True) - 1e-12
+    vote_share = float(np.mean(is_max[:, top] / is_max.sum(axis=1)))
     if share >= COLLAPSE_SHARE and vote_share <= COLLAPSE_VOTE_SHARE:
         warnings.warn(
             f"{name}: {share:.0%} of the answered tasks get class {data.classes[top]!r}, which "
-            f"majority vote gives to {vote_share:.0%} of them: the fit collapsed onto one class "
-            "(the answers per task and per worker are probably too few to identify its worker "
-            "model); compare with 'mv', or let 'auto' choose",
-            UserWarning, stacklevel=_user_stacklevel(),
+            f"majority vote gives to {vote_share:.0%} of them: either that class is that frequent, "
+            "or the fit collapsed onto one class (too few answers per task and per worker to "
+            "identify its worker model); compare with 'mv'",
+            CollapseWarning, stacklevel=_user_stacklevel(),
         )
 
 
@@ -316,22 +333,25 @@ class BaseAggregator(CrowdEstimator):
         self.history_: list[float] = []
         self.n_iter_ = 0
         self.converged_ = True
+        depth = getattr(_FIT_DEPTH, "n", 0)
+        _FIT_DEPTH.n = depth + 1
         with progress.start(getattr(self, "max_iter", None), type(self).__name__, verbose,
                             callback) as self._progress:
             try:
                 proba = self._fit(data, gold_codes, init_p)
             finally:
                 del self._progress
+                _FIT_DEPTH.n = depth
         proba = normalize_rows(proba, data.n_classes)
         if gold_codes is None and not workers_meet(data):
-            proba = _answers_without_overlap(data, proba, type(self).__name__)
+            proba = _answers_without_overlap(data, proba, type(self).__name__, warn=depth == 0)
         clamp_to_gold(proba, gold_codes)
         self.tasks_ = data.tasks
         self.workers_ = data.workers
         self.classes_ = data.classes
         codes = argmax_random_ties(proba, self._rng, data.tasks)
-        if gold_codes is None:
-            _warn_if_collapsed(data, codes, type(self).__name__)
+        if depth == 0:  # an inner fit of a composite method leaves it to the outer one
+            _warn_if_collapsed(data, codes, gold_codes, type(self).__name__)
         self.label_codes_ = codes
         self.probas_ = pd.DataFrame(proba, index=data.tasks, columns=data.classes)
         self.labels_ = pd.Series(data.classes.take(codes), index=data.tasks, name="label")
