@@ -12,17 +12,18 @@ questions:
 * **a null model**: each worker's answer rate, whatever the task (a constant label).  A
   candidate whose labels predict the withheld answers no better than that null carries no
   information about the answers (an EM method that collapsed onto one class scores like it);
-  ``+null`` drops such candidates, and falls back on the first candidate (``ds``) when none is
-  left.
+  ``+null zZ F`` drops the candidates that do not beat it by Z paired standard errors, and
+  falls back on F (``ds`` or ``mv``) when none is left.
 
 Every candidate is fitted once per fold and once on all answers; each rule then decides from
 the same fits, so the rules differ only in how they score.  Crowds: the simulated grid of
-``tune_defaults.py`` (the part that may choose a default) and the real categorical sets,
-whole and thinned to 2 and 3 answers per task (one draw; reported, not used to choose).
+``tune_defaults.py`` and the few-answers crowds of :data:`FEW_ANSWERS` (``--synthetic``,
+``--few``: the parts that may choose a default), and the real categorical sets, whole and
+thinned to 2 and 3 answers per task (``--real``, one draw; reported, not used to choose).
 
 Run from the repository root::
 
-    OMP_NUM_THREADS=1 python benchmarks/investigations/auto_scoring.py [--synthetic] [--real] [--write-results]
+    OMP_NUM_THREADS=1 python benchmarks/investigations/auto_scoring.py [--synthetic] [--few] [--real] [--write-results]
 """
 
 from __future__ import annotations
