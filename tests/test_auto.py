@@ -228,3 +228,15 @@ def test_a_single_fold_that_withholds_answers_scores_in_sample():
                        "label": [0, 0, 1, 1, 0, 0]})
     table = heldout_scores(df, ["ds", "mv"], n_folds=5, random_state=2)
     assert table.attrs["folds"] == 1 and table.attrs["crossfit"] is False
+
+
+def test_a_candidate_no_better_than_the_null_is_left_out_of_the_stack_and_named():
+    data = simulate.dawid_skene(600, 15, 2, labels_per_task=5, accuracy=(0.55, 0.85), seed=0)
+
+    class Constant(cl.MajorityVote):  # every task the first class: the null model itself
+        def _fit(self, data, gold, init):
+            return np.tile(np.eye(data.n_classes)[0], (data.n_tasks, 1))
+
+    est = AutoAggregator(candidates=["ds", Constant(), "mv"]).fit(data)
+    assert est.weights_["Constant"] == 0.0 and not est.scores_.loc["Constant", "eligible"]
+    assert "left out" in est.reason_ and "Constant" in est.reason_

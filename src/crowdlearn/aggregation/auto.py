@@ -525,9 +525,12 @@ class AutoAggregator(BaseAggregator):
             weights[weights < 0.01] = 0.0
             weights /= weights.sum()
             used = ", ".join(f"{names[i]} {weights[i]:.2f}" for i in np.argsort(-weights) if weights[i] > 0)
+            left_out = [names[i] for i in range(len(cands)) if finite[i] and not informative[i]]
             self.reason_ = (
                 f"stacked {int((weights > 0).sum())} candidate(s) with the weights that best predict "
                 f"the withheld answers: {used}"
+                + (f"; left out, no better than each worker's answer rate alone: {', '.join(left_out)}"
+                   if left_out else "")
             )
         else:
             pick = self._select(scores, informative, names)
