@@ -308,15 +308,18 @@ def heldout_scores(
     # cross-fitting counts each fold's scoring confusion on the other folds' withheld answers:
     # with a single fold that withholds anything there are none, and the training answers serve
     crossfit = crossfit and len(folds) >= 2
+    # the withheld answers of each fold, shared by every candidate and the null model (the
+    # training answers are rebuilt per fit: n_folds copies of nearly all answers at once
+    # would cost more memory than rebuilding them costs time)
+    tests = [data._select_keep_ids(m) for m in folds]
     rows = {}
     per_answer = {}
     for cand in candidates:
         name, _ = _make(cand, random_state)
         seconds, error = 0.0, ""
         fitted = []  # (train, test, posteriors or labels) per fold
-        for mask in folds:
+        for mask, test in zip(folds, tests):
             train = data._select_keep_ids(~mask)
-            test = data._select_keep_ids(mask)
             _, est = _make(cand, random_state)
             t0 = time.process_time()
             try:
@@ -347,8 +350,9 @@ def heldout_scores(
     # reference), and with the null model (every task one constant label: each worker's
     # answer rate), which a candidate whose labels carry information about the answers beats
     ref = per_answer.get(table.index[0])
-    pairs = [(data._select_keep_ids(~m), data._select_keep_ids(m), np.zeros(data.n_tasks, np.int64))
-             for m in folds]
+    # (the training answers only for the in-sample rule, as for the candidates)
+    pairs = [(None if crossfit else data._select_keep_ids(~m), test, np.zeros(data.n_tasks, np.int64))
+             for m, test in zip(folds, tests)]
     null = np.concatenate(_fold_scores(pairs, True, crossfit, smoothing)) if pairs else None
     for prefix, base in (("", ref), ("_null", null)):
         gain, z = np.full(len(table), np.nan), np.full(len(table), np.nan)
