@@ -143,8 +143,10 @@ def test_a_one_off_label_does_not_become_a_catch_all_class():
 
 
 def test_compiled_fixed_point_sums_match_numpy():
-    # the numba pass skips zero counts and takes near-zero ones from a Taylor series: the
-    # fixed point must land where the numpy sums do (soft counts down to 1e-9 of a cell)
+    # the numba passes skip zero counts and take the small ones from power sums of a Taylor
+    # series, split once and again whenever a pseudo-count halves: the fixed point must land
+    # where the numpy sums do (soft counts down to 1e-9 of a cell; starts far above and far
+    # below the optimum, so that most counts are small, then most are not)
     pytest.importorskip("numba")
     from scipy.special import digamma
 
@@ -156,7 +158,9 @@ def test_compiled_fixed_point_sums_match_numpy():
     rng = np.random.default_rng(3)
     counts = rng.gamma(0.3, 2.0, size=(400, 4, 4)) * (rng.random((400, 4, 4)) < 0.7)
     counts[rng.random((400, 4, 4)) < 0.3] *= 1e-9  # confident posteriors' soft counts
-    start = np.ones((4, 4)) + 3 * np.eye(4)
-    a = fit_dirichlet_rows(counts, start, max_iter=200, backend="numpy")
-    b = fit_dirichlet_rows(counts, start, max_iter=200, backend="numba")
-    np.testing.assert_allclose(b, a, rtol=1e-7)
+    for start in (np.ones((4, 4)) + 3 * np.eye(4), 500 * (np.ones((4, 4)) + 3 * np.eye(4)), np.full((4, 4), 1e-3)):
+        a = fit_dirichlet_rows(counts, start, max_iter=200, backend="numpy")
+        b = fit_dirichlet_rows(counts, start, max_iter=200, backend="numba")
+        np.testing.assert_allclose(b, a, rtol=1e-7)
+        np.testing.assert_allclose(fit_dirichlet_rows(counts, start, max_iter=3, backend="numba"),
+                                   fit_dirichlet_rows(counts, start, max_iter=3, backend="numpy"), rtol=1e-8)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma, gammaln, polygamma
+from scipy.special import digamma, factorial, gammaln, polygamma
 
 from ..core import kernels
 from ..core.data import CrowdLabels
@@ -86,9 +86,11 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
     alpha : ndarray (K, K)
         Starting pseudo-counts (warm start), one Dirichlet per row ``j``.
     backend : {"numpy", "numba"}
-        "numba" sums the fixed point's digamma terms in one compiled pass that skips zero
-        counts and takes near-zero ones from their Taylor series
-        (:func:`crowdlearn.core.compiled.dirichlet_rows_sums`): the same sums to about 1e-8
+        "numba" sums the fixed point's digamma terms in compiled passes: zero counts are
+        skipped, counts small against their pseudo-count enter through power sums of a
+        Taylor series computed once per call (while the pseudo-counts stay above half their
+        starting value), the others through digammas
+        (:func:`crowdlearn.core.compiled.dirichlet_rows_split`): the same sums to about 1e-8
         relative, several times faster on many sparse workers.
 
     Returns
@@ -100,12 +102,13 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
     a = np.maximum(np.asarray(alpha, float).copy(), _MIN_PSEUDO)
     totals = counts.sum(axis=2)  # (W, K)
     kern = kernels.compiled_kernels() if backend == "numba" else None
-    if kern is not None:
-        num, den = np.empty_like(a), np.empty(a.shape[0])
+    split = None
     for _ in range(max_iter):
         big_a = a.sum(axis=1)  # (K,)
         if kern is not None:
-            kern.dirichlet_rows_sums(counts, totals, a, big_a, polygamma(1, a), polygamma(2, a), num, den)
+            if split is None or np.any(a < split["a_low"]) or np.any(big_a < split["big_low"]):
+                split = _split_counts(kern, counts, totals, a)
+            num, den = _split_sums(kern, split, a, big_a)
         else:
             num = (digamma(counts + a) - digamma(a)).sum(axis=0)  # (K, K)
             den = (digamma(totals + big_a) - digamma(big_a)).sum(axis=0)  # (K,)
@@ -119,6 +122,41 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
         if done:
             break
     return a
+
+
+def _psi_taylor(x: np.ndarray, terms: int) -> np.ndarray:
+    """``psi^(n)(x) / n!`` for ``n = 1 .. terms`` on a new last axis: the Taylor coefficients
+    of the digamma for counts small against ``x``."""
+    n = np.arange(1, terms + 1)
+    return polygamma(n, np.asarray(x, float)[..., None]) / factorial(n)
+
+
+def _split_counts(kern, counts: np.ndarray, totals: np.ndarray, a: np.ndarray) -> dict:
+    """Small counts as power sums, the others listed (``kern.dirichlet_rows_split``), valid
+    while the pseudo-counts stay above half of ``a``: the fixed point's next steps then cost
+    O(K^2 + listed counts) instead of O(W K^2)."""
+    k, terms = a.shape[0], kern.TAYLOR_TERMS
+    a_low = a / 2.0
+    big_low = a.sum(axis=1) / 2.0
+    powers, big_powers = np.empty((k, k, terms)), np.empty((k, terms))
+    size = counts.shape[0] * k
+    cell_c, cell_jl = np.empty(size * k), np.empty(size * k, dtype=np.int64)
+    tot_t, tot_j = np.empty(size), np.empty(size, dtype=np.int64)
+    n_cells, n_tots = kern.dirichlet_rows_split(np.ascontiguousarray(counts), np.ascontiguousarray(totals), a_low,
+                                                big_low, powers, big_powers, cell_c, cell_jl, tot_t, tot_j)
+    return dict(a_low=a_low, big_low=big_low, powers=powers, big_powers=big_powers,
+                cells=(cell_c[:n_cells].copy(), cell_jl[:n_cells].copy()), tots=(tot_t[:n_tots].copy(), tot_j[:n_tots].copy()))
+
+
+def _split_sums(kern, split: dict, a: np.ndarray, big_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed point's ``num`` (K, K) and ``den`` (K,) sums at ``a`` from a split."""
+    terms = kern.TAYLOR_TERMS
+    num, den = np.empty_like(a), np.empty(a.shape[0])
+    (cell_c, cell_jl), (tot_t, tot_j) = split["cells"], split["tots"]
+    kern.dirichlet_rows_listed(cell_c, cell_jl, len(cell_c), tot_t, tot_j, len(tot_t), a, big_a, num, den)
+    num += (_psi_taylor(a, terms) * split["powers"]).sum(axis=-1)
+    den += (_psi_taylor(big_a, terms) * split["big_powers"]).sum(axis=-1)
+    return num, den
 
 
 def diagonal_floor(alpha: np.ndarray) -> np.ndarray:

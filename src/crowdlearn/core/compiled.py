@@ -14,6 +14,8 @@ fits in cache and these loads dominate.  The loops therefore prefetch the row of
 which lets many cache misses overlap; at 10^7 answers this cut both loops by about a quarter.
 """
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -471,39 +473,185 @@ def digamma(x):  # pragma: no cover
     return shift + np.log(x) - 0.5 / x - series
 
 
-#: below this ratio of count to pseudo-count, ``psi(c + a) - psi(a)`` is taken from its
-#: Taylor series to second order (the third-order term is under 1e-8 of the value there)
-TAYLOR_RATIO = 1e-4
+#: a count below this ratio of its pseudo-count enters ``psi(c + a) - psi(a)`` through the
+#: Taylor series ``sum_n psi^(n)(a) c^n / n!``, which alternates with terms shrinking at least
+#: by ``c / a`` (``|psi^(n)(a)| / n!`` is at most ``1 / (n a^n) + 1 / a^(n+1)``): the first
+#: omitted term bounds the error, ``(c / a)^TAYLOR_TERMS`` relative, 1e-8 at this ratio
+TAYLOR_RATIO = 0.1
+TAYLOR_TERMS = 8  # :func:`_add_powers` is written out for 8
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, inline="always")
+def _add_powers(out, c):  # pragma: no cover
+    """``out[n - 1] += c^n`` for ``n = 1 .. 8`` (TAYLOR_TERMS), in three multiplications' depth."""
+    c2 = c * c
+    c4 = c2 * c2
+    out[0] += c
+    out[1] += c2
+    out[2] += c2 * c
+    out[3] += c4
+    out[4] += c4 * c
+    out[5] += c4 * c2
+    out[6] += c4 * c2 * c
+    out[7] += c4 * c4
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def dirichlet_rows_sums(counts, totals, a, big_a, psi1_a, psi2_a, num, den):  # pragma: no cover
-    """The sums of Minka's fixed point for one Dirichlet per row, in one pass:
-    ``num[j, l] = sum_w psi(counts[w, j, l] + a[j, l]) - psi(a[j, l])`` and
-    ``den[j] = sum_w psi(totals[w, j] + big_a[j]) - psi(big_a[j])``.
+def dirichlet_rows_split(counts, totals, a_low, big_low, powers, big_powers,
+                         cell_c, cell_jl, tot_t, tot_j):  # pragma: no cover
+    """Prepare the sums of Minka's fixed point for pseudo-counts that stay above ``a_low``.
 
-    Zero counts add exactly zero and are skipped, and a count far below its pseudo-count
-    (soft counts of confident posteriors, most cells of a sparse crowd) adds
-    ``c psi'(a) + c^2 psi''(a) / 2`` (``psi1_a``, ``psi2_a``: trigamma and tetragamma of
-    ``a``) instead of two digammas."""
+    ``num[j, l] = sum_w psi(counts[w, j, l] + a[j, l]) - psi(a[j, l])`` and
+    ``den[j] = sum_w psi(totals[w, j] + big_a[j]) - psi(big_a[j])`` are wanted for several
+    successive ``a``.  A count below ``TAYLOR_RATIO * a_low`` (soft counts of confident
+    posteriors, most cells of a sparse crowd) enters only through its powers, summed here
+    once: ``powers[j, l, n - 1] = sum c^n``, ``n = 1 .. TAYLOR_TERMS`` (``big_powers`` for the
+    totals against ``big_low``), so that each step costs O(K^2) for them.  Zero counts add
+    nothing.  The other counts are listed (``cell_c``, flat index ``cell_jl = j * K + l``;
+    ``tot_t``, ``tot_j``) for :func:`dirichlet_rows_listed`.  Returns the two list lengths.
+    """
     n_w, k, _ = counts.shape
-    psi_a = np.empty((k, k))
+    powers[:] = 0.0
+    big_powers[:] = 0.0
+    n_cells = 0
+    n_tots = 0
+    for w in range(n_w):
+        for j in range(k):
+            t = totals[w, j]
+            if t <= 0.0:
+                continue
+            if t < TAYLOR_RATIO * big_low[j]:
+                _add_powers(big_powers[j], t)
+            else:
+                tot_t[n_tots] = t
+                tot_j[n_tots] = j
+                n_tots += 1
+            for l in range(k):
+                c = counts[w, j, l]
+                if c <= 0.0:
+                    continue
+                if c < TAYLOR_RATIO * a_low[j, l]:
+                    _add_powers(powers[j, l], c)
+                else:
+                    cell_c[n_cells] = c
+                    cell_jl[n_cells] = j * k + l
+                    n_cells += 1
+    return n_cells, n_tots
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def dirichlet_rows_listed(cell_c, cell_jl, n_cells, tot_t, tot_j, n_tots, a, big_a, num, den):  # pragma: no cover
+    """The listed counts' part of the fixed point's sums (:func:`dirichlet_rows_split`):
+    ``num.flat[jl] = sum psi(c + a.flat[jl]) - psi(a.flat[jl])``, ``den[j]`` likewise."""
+    k = a.shape[0]
+    a_flat = np.empty(k * k)
+    psi_a = np.empty(k * k)
     psi_big = np.empty(k)
+    sums = np.zeros(k * k)
     for j in range(k):
         psi_big[j] = digamma(big_a[j])
         den[j] = 0.0
         for l in range(k):
-            psi_a[j, l] = digamma(a[j, l])
-            num[j, l] = 0.0
-    for w in range(n_w):
+            a_flat[j * k + l] = a[j, l]
+            psi_a[j * k + l] = digamma(a[j, l])
+    for i in range(n_cells):
+        jl = cell_jl[i]
+        sums[jl] += digamma(cell_c[i] + a_flat[jl]) - psi_a[jl]
+    for j in range(k):
+        for l in range(k):
+            num[j, l] = sums[j * k + l]
+    for i in range(n_tots):
+        j = tot_j[i]
+        den[j] += digamma(tot_t[i] + big_a[j]) - psi_big[j]
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, know_wl):  # pragma: no cover
+    """MACE's E-step in two passes over the answers (:meth:`crowdlearn.aggregation.MACE._e_step`).
+
+    An answer ``l`` of worker ``w`` has probability ``u = spam_w xi_{w,l}`` when the truth is
+    not ``l`` and ``v = know_w + u`` when it is: ``post`` (n_tasks, K) gets the normalised
+    posteriors, ``know_wl[w K + l]`` the expected number of answers ``l`` of ``w`` given
+    knowingly (``sum q_n(l) know_w / v``).  Returns the marginal log-likelihood.
+    """
+    m, k = log_xi.shape
+    log_u = np.empty(m * k)
+    log_v = np.empty(m * k)
+    for w in range(m):
+        for l in range(k):
+            u = log_spam[w] + log_xi[w, l]
+            hi = max(u, log_know[w])
+            log_u[w * k + l] = u
+            log_v[w * k + l] = hi + np.log1p(np.exp(-abs(u - log_know[w])))
+    for t in range(n_tasks):
         for j in range(k):
-            t = totals[w, j]
-            if t > 0.0:
-                den[j] += digamma(t + big_a[j]) - psi_big[j]
-                for l in range(k):
-                    c = counts[w, j, l]
-                    if c > 0.0:
-                        if c < TAYLOR_RATIO * a[j, l]:
-                            num[j, l] += c * (psi1_a[j, l] + 0.5 * c * psi2_a[j, l])
-                        else:
-                            num[j, l] += digamma(c + a[j, l]) - psi_a[j, l]
+            post[t, j] = log_prior[j]
+    for i in range(len(task)):
+        t = task[i]
+        c = wl[i]
+        u = log_u[c]
+        for j in range(k):
+            post[t, j] += u
+        post[t, c % k] += log_v[c] - u
+    ll = 0.0
+    for t in range(n_tasks):
+        top = post[t, 0]
+        for j in range(1, k):
+            top = max(top, post[t, j])
+        total = 0.0
+        for j in range(k):
+            post[t, j] = np.exp(post[t, j] - top)
+            total += post[t, j]
+        for j in range(k):
+            post[t, j] /= total
+        ll += top + np.log(total)
+    know_wl[:] = 0.0
+    for i in range(len(task)):
+        c = wl[i]
+        know_wl[c] += post[task[i], c % k]
+    for c in range(m * k):
+        know_wl[c] *= np.exp(log_know[c // k] - log_v[c])
+    return ll
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def mace_vb_mstep(know_wl, n_wl, a, b, g, log_know, log_spam, log_xi):  # pragma: no cover
+    """MACE's variational M-step per worker (:meth:`crowdlearn.aggregation.MACE._m_step`).
+
+    From the expected "knows" counts: ``theta_w ~ Beta(know_w + a, spam_w + b)`` and
+    ``xi_w ~ Dir(strategy counts + g)``; writes ``E[log theta]``, ``E[log(1 - theta)]`` and
+    ``E[log xi]`` and returns minus the summed KL divergences to the priors (the workers'
+    part of the ELBO's penalty)."""
+    m, k = log_xi.shape
+    beta_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    dir_norm = math.lgamma(k * g) - k * math.lgamma(g)
+    psi_c = np.empty(k)
+    penalty = 0.0
+    for w in range(m):
+        know = 0.0
+        n_w = 0.0
+        s1 = 0.0
+        for l in range(k):
+            c = w * k + l
+            kn = min(know_wl[c], n_wl[c])
+            know += kn
+            n_w += n_wl[c]
+            psi_c[l] = n_wl[c] - kn + g  # the strategy pseudo-count, turned into its digamma below
+            s1 += psi_c[l]
+        a1 = know + a
+        b1 = max(n_w - know, 0.0) + b
+        psi_ab = digamma(a1 + b1)
+        lk = digamma(a1) - psi_ab
+        ls = digamma(b1) - psi_ab
+        log_know[w] = lk
+        log_spam[w] = ls
+        kl = (math.lgamma(a1 + b1) - math.lgamma(a1) - math.lgamma(b1) - beta_norm
+              + (a1 - a) * lk + (b1 - b) * ls)
+        psi_s = digamma(s1)
+        kl += math.lgamma(s1) - dir_norm
+        for l in range(k):
+            c1 = psi_c[l]
+            e = digamma(c1) - psi_s
+            log_xi[w, l] = e
+            kl += (c1 - g) * e - math.lgamma(c1)
+        penalty -= kl
+    return penalty
