@@ -87,6 +87,28 @@ def test_starts_are_compared_by_evidence_and_a_given_init_replaces_them():
         HierarchicalDawidSkene(starts=("mv", "best")).fit(df)
 
 
+def test_a_start_behind_at_equal_effort_is_abandoned_and_the_kept_run_is_uninterrupted(monkeypatch):
+    # after SCREEN_ITER iterations a later start more than EVIDENCE_MARGIN behind the kept
+    # one stops there; the kept start, run in two stages, gives exactly the fit of one run
+    # (on this crowd the moment start is ahead of majority vote for its first iterations)
+    df, _, _ = _population_crowd(800, 20, 4, MU, 8.0, seed=3)
+    alone = HierarchicalDawidSkene(starts=("spectral",)).fit(df)
+    rows = {}
+    for screen in (1, 2, 3, 5, 8):
+        monkeypatch.setattr(hds_module, "SCREEN_ITER", screen)
+        est = HierarchicalDawidSkene(starts=("spectral", "mv")).fit(df)
+        if est.init_ != "spectral":
+            continue
+        np.testing.assert_array_equal(est.probas_.to_numpy(), alone.probas_.to_numpy())
+        assert est.history_ == alone.history_ and est.n_iter_ == alone.n_iter_
+        assert est.evidence_ == alone.evidence_
+        rows[screen] = est.starts_.loc["mv"]
+    abandoned = {s: r for s, r in rows.items() if r["error"].startswith("abandoned")}
+    assert abandoned, "the spectral start was never far enough behind to test abandoning it"
+    for screen, row in abandoned.items():
+        assert row["n_iter"] == screen and row["evidence"] < alone.evidence_
+
+
 def test_a_start_that_cannot_run_is_recorded_not_fatal():
     # two workers: the three-view moment step is undefined
     df = pd.DataFrame({"task": [0, 0, 1, 1, 2, 2], "worker": [0, 1] * 3, "label": [0, 0, 1, 1, 0, 1]})

@@ -146,24 +146,31 @@ class DawidSkene(StepwiseEM, ConfusionAggregator):
         finally:
             del self._confusion_prior
 
-    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None) -> np.ndarray:
+    def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None,
+             max_iter: int | None = None, resume: bool = False) -> np.ndarray:
+        # for a subclass running EM in stages: ``max_iter`` iterations in this call instead of
+        # ``self.max_iter``; ``resume`` continues a run whose last E-step gave ``init`` (the
+        # convergence test compares with the last objective of ``history_``, and ``n_iter_``
+        # counts on), so that two stages give the same fit as one uninterrupted run
         k, m = data.n_classes, data.n_workers
         if self.max_iter < 0:
             raise ValueError(f"max_iter must be >= 0, got {self.max_iter}")
+        max_iter = self.max_iter if max_iter is None else max_iter
         check_table_size(type(self).__name__, m, k)
         backend = kernels.resolve_backend(self.backend, data.n_labels)
         threads = kernels.resolve_n_jobs(self.n_jobs)
         pseudo = self._pseudo_counts(k, m)
         post = init if init is not None else vote_fractions(data)
         post = clamp_to_gold(post, gold)
-        ll_prev = -np.inf
+        ll_prev = self.history_[-1] if resume and self.history_ else -np.inf
         n_answers = max(data.n_labels, 1)
         self.converged_ = False
+        start_iter = self.n_iter_
         # reusable (W*K x K) count and (N x K) posterior outputs: at 10^7 answers, allocating
         # them afresh costs page faults every iteration (float32 / per-thread scratch tables
         # are still allocated per M-step)
         work = {"counts": None, "post": None}
-        for it in range(self.max_iter):
+        for it in range(max_iter):
             log_table, log_prior = self._m_step(data, post, pseudo, backend, work, threads)
             post, ll = kernels.estep(data, log_table, log_prior, backend, out=work["post"], n_threads=threads)
             work["post"] = post
@@ -171,7 +178,7 @@ class DawidSkene(StepwiseEM, ConfusionAggregator):
             if self._record_iteration(ll, ll_prev, n_answers):
                 break
             ll_prev = ll
-        if self.n_iter_ == 0:
+        if self.n_iter_ == start_iter:  # no iteration ran: the parameters of the start
             log_table, log_prior = self._m_step(data, post, pseudo, backend)
         # the returned posteriors are the E-step of exactly these parameters
         self._log_table = log_table
