@@ -10,7 +10,8 @@ import pytest
 from scipy.special import digamma, gammaln, logsumexp
 
 from crowdlearn import CrowdLabels, simulate
-from crowdlearn.aggregation.bayesian import BayesianDawidSkene, dirichlet_kl
+from crowdlearn.aggregation.bayesian import BayesianDawidSkene
+from crowdlearn.core.stats import dirichlet_kl
 from crowdlearn.registry import get_method
 from conftest import load_shared
 

@@ -40,28 +40,13 @@ from scipy.special import digamma, gammaln, logsumexp
 from ..core.base import Tags
 from ..core import kernels
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, dirichlet_expected_log, expected_skills, vote_fractions
+from ..core.stats import clamp_to_gold, dirichlet_expected_log, dirichlet_kl, expected_skills, vote_fractions
 from .base import ConfusionAggregator
 from .dawid_skene import check_table_size
 
 __all__ = ["BayesianDawidSkene"]
 
 #: refuse W x K x K tables above this many float64 cells, as DawidSkene does
-
-
-def dirichlet_kl(post: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """``KL(Dir(post) || Dir(prior))`` over the last axis (arrays broadcast)."""
-    post = np.asarray(post, dtype=np.float64)
-    prior = np.broadcast_to(np.asarray(prior, dtype=np.float64), post.shape)
-    s_post = post.sum(axis=-1)
-    s_prior = prior.sum(axis=-1)
-    return (
-        gammaln(s_post)
-        - gammaln(post).sum(axis=-1)
-        - gammaln(s_prior)
-        + gammaln(prior).sum(axis=-1)
-        + ((post - prior) * (digamma(post) - digamma(s_post)[..., None])).sum(axis=-1)
-    )
 
 
 class BayesianDawidSkene(ConfusionAggregator):
@@ -168,21 +153,22 @@ class BayesianDawidSkene(ConfusionAggregator):
         for it in range(self.max_iter):
             if it:
                 conc, conc_pi = self._m_step(data, post, prior_rows, prior_pi, backend)
-            log_table, log_prior = _expected_logs(conc, conc_pi)
+            elog = dirichlet_expected_log(conc)  # [w, true, answered]
+            log_table, log_prior = _expected_logs(elog, conc_pi)
             post, ll = kernels.estep(data, log_table, log_prior, backend)
             if gold_info is not None:
                 ll += _gold_correction(gold_info, log_table, log_prior)
             post = clamp_to_gold(post, gold)
             elbo = (
                 ll
-                - float(dirichlet_kl(conc, prior_rows).sum())
-                - float(dirichlet_kl(conc_pi, prior_pi))
+                - float(dirichlet_kl(conc, prior_rows, elog).sum())
+                - float(dirichlet_kl(conc_pi, prior_pi, log_prior))
             )
             if self._record_iteration(elbo, prev, n_answers):
                 break
             prev = elbo
         if self.n_iter_ == 0:
-            log_table, log_prior = _expected_logs(conc, conc_pi)
+            log_table, log_prior = _expected_logs(dirichlet_expected_log(conc), conc_pi)
         # the returned posteriors are the E-step of exactly these Dirichlet parameters
         self._log_table = log_table
         self._log_prior = log_prior
@@ -206,10 +192,10 @@ class BayesianDawidSkene(ConfusionAggregator):
 
 
 # ---------------------------------------------------------------------------- helpers
-def _expected_logs(conc: np.ndarray, conc_pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """E-step tables: ``log_table[w*K + l, j] = E[log theta_{w, j, l}]`` and ``E[log pi]``."""
-    m, k, _ = conc.shape
-    elog = dirichlet_expected_log(conc)  # [w, true, answered]
+def _expected_logs(elog: np.ndarray, conc_pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """E-step tables from ``elog[w, j, l] = E[log theta_{w, j, l}]``: ``log_table[w*K + l, j]``
+    and ``E[log pi]``."""
+    m, k, _ = elog.shape
     log_table = np.ascontiguousarray(elog.transpose(0, 2, 1).reshape(m * k, k))
     return log_table, dirichlet_expected_log(conc_pi)
 

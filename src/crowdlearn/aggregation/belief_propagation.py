@@ -62,13 +62,14 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy.special import betaln, expit, logsumexp
+from scipy.special import expit, logsumexp
 
 from ..core import kernels
 from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import (
     beta_expected_logs,
+    beta_kl,
     clamp_to_gold,
     class_sums,
     gauss_jacobi,
@@ -494,7 +495,7 @@ class MeanField(_OneCoinBase):
                 g = gold[known]
                 elbo += float(np.sum(logits[known, g] - lse[known]))
                 post = clamp_to_gold(post, gold)
-            elbo -= float(_beta_kl(ab, a, b).sum())
+            elbo -= float(beta_kl(ab[:, 0], ab[:, 1], a, b, (right, wrong)).sum())
             if self._record_iteration(elbo, prev, n_answers):
                 break
             prev = elbo
@@ -518,10 +519,3 @@ class MeanField(_OneCoinBase):
         logits = class_sums(data, (right - wrong + log_k1)[data.worker])
         logits += base[:, None] - np.log(k)
         return logits
-
-
-def _beta_kl(ab: np.ndarray, a: float, b: float) -> np.ndarray:
-    """``KL(Beta(ab) || Beta(a, b))`` per row."""
-    p, r = ab[:, 0], ab[:, 1]
-    right, wrong = beta_expected_logs(ab[:, 0], ab[:, 1])
-    return betaln(a, b) - betaln(p, r) + (p - a) * right + (r - b) * wrong

@@ -36,43 +36,18 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma, gammaln
 
 from ..core import kernels
 from ..core.base import Tags, resolve_random_state
 from ..core.data import CrowdLabels
 from .base import BaseAggregator
-from ..core.stats import beta_expected_logs, clamp_to_gold, dirichlet_expected_log
+from ..core.stats import beta_expected_logs, beta_kl, clamp_to_gold, dirichlet_expected_log, dirichlet_kl
 from .glad import coin_estep
 
 __all__ = ["MACE"]
 
 _TINY = 1e-300
 _EPS = 1e-12
-
-
-def _beta_kl(a1, b1, a0, b0, log_q, log_1mq) -> float:
-    """Sum of KL(Beta(a1, b1) || Beta(a0, b0)) over the entries, given the expected logs
-    ``log_q = E[log q]`` and ``log_1mq = E[log(1 - q)]`` under Beta(a1, b1) (the E-step's
-    weights: passing them saves recomputing their digammas)."""
-    kl = (
-        gammaln(a1 + b1) - gammaln(a1) - gammaln(b1)
-        - gammaln(a0 + b0) + gammaln(a0) + gammaln(b0)
-        + (a1 - a0) * log_q + (b1 - b0) * log_1mq
-    )
-    return float(np.sum(kl))
-
-
-def _dirichlet_kl(c1: np.ndarray, c0: float, log_theta: np.ndarray) -> float:
-    """Sum over rows of KL(Dir(c1[w]) || Dir(c0 * 1)), given ``log_theta = E[log theta]``
-    under Dir(c1[w]) (see :func:`_beta_kl`)."""
-    k = c1.shape[1]
-    kl = (
-        gammaln(c1.sum(axis=1)) - gammaln(c1).sum(axis=1)
-        - gammaln(k * c0) + k * gammaln(c0)
-        + ((c1 - c0) * log_theta).sum(axis=1)
-    )
-    return float(np.sum(kl))
 
 
 class MACE(BaseAggregator):
@@ -303,12 +278,12 @@ class MACE(BaseAggregator):
                 a1, b1, c1 = know + a, spam + b, strat + g
                 log_know, log_spam = beta_expected_logs(a1, b1)
                 log_xi = dirichlet_expected_log(c1)
-                penalty = -_beta_kl(a1, b1, a, b, log_know, log_spam) - _dirichlet_kl(c1, g, log_xi)
+                penalty = -float(beta_kl(a1, b1, a, b, (log_know, log_spam)).sum() + dirichlet_kl(c1, g, log_xi).sum())
             if self.fit_priors:
                 pa = float(self.prior_alpha)
                 d1 = classes + pa
                 log_prior = dirichlet_expected_log(d1)
-                penalty -= _dirichlet_kl(d1[None, :], pa, log_prior[None, :])
+                penalty -= float(dirichlet_kl(d1, pa, log_prior))
             else:
                 log_prior = ctx.log_prior
         else:

@@ -21,10 +21,11 @@ quadrature for integrals against a Beta density (belief propagation over one-coi
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma, roots_jacobi
+from scipy.special import betaln, digamma, gammaln, roots_jacobi
 
 from .data import CrowdLabels
 
@@ -43,6 +44,8 @@ __all__ = [
     "one_coin_confusions",
     "expected_skills",
     "dirichlet_expected_log",
+    "dirichlet_kl",
+    "beta_kl",
     "beta_expected_logs",
     "gauss_jacobi",
     "argmax_random_ties",
@@ -220,10 +223,37 @@ def dirichlet_expected_log(conc: np.ndarray) -> np.ndarray:
     return digamma(conc) - digamma(conc.sum(axis=-1, keepdims=True))
 
 
+def dirichlet_kl(post: np.ndarray, prior: Any, elog: np.ndarray | None = None) -> np.ndarray:
+    """``KL(Dir(post) || Dir(prior))`` over the last axis (arrays broadcast; ``prior`` may be a
+    scalar, a symmetric Dirichlet).
+
+    ``elog``: ``E[log theta]`` under ``Dir(post)`` (:func:`dirichlet_expected_log`) when the
+    caller has it already, as a variational E-step does; it saves the digammas.
+    """
+    post = np.asarray(post, dtype=np.float64)
+    prior = np.broadcast_to(np.asarray(prior, dtype=np.float64), post.shape)
+    if elog is None:
+        elog = dirichlet_expected_log(post)
+    return (
+        gammaln(post.sum(axis=-1))
+        - gammaln(post).sum(axis=-1)
+        - gammaln(prior.sum(axis=-1))
+        + gammaln(prior).sum(axis=-1)
+        + ((post - prior) * elog).sum(axis=-1)
+    )
+
+
 def beta_expected_logs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``E[log q]`` and ``E[log(1 - q)]`` for ``q ~ Beta(a, b)`` (elementwise)."""
     total = digamma(a + b)
     return digamma(a) - total, digamma(b) - total
+
+
+def beta_kl(a1: Any, b1: Any, a0: Any, b0: Any, elogs: tuple | None = None) -> np.ndarray:
+    """``KL(Beta(a1, b1) || Beta(a0, b0))`` elementwise; ``elogs``: the pair
+    :func:`beta_expected_logs` ``(a1, b1)`` when the caller has it already."""
+    log_q, log_1mq = beta_expected_logs(a1, b1) if elogs is None else elogs
+    return betaln(a0, b0) - betaln(a1, b1) + (a1 - a0) * log_q + (b1 - b0) * log_1mq
 
 
 # =============================================================== quadrature
