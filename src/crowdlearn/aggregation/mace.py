@@ -36,6 +36,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+from scipy.special import digamma, gammaln
 
 from ..core import kernels
 from ..core.base import Tags, resolve_random_state
@@ -273,7 +274,10 @@ class MACE(BaseAggregator):
             a, b, g = float(self.alpha), float(self.beta), float(self.strategy_prior)
             if ctx.kern is not None:  # the same per-worker terms in one compiled pass
                 log_know, log_spam, log_xi = np.empty(ctx.m), np.empty(ctx.m), np.empty((ctx.m, k))
-                penalty = ctx.kern.mace_vb_mstep(stats[0], ctx.n_wl, a, b, g, log_know, log_spam, log_xi)
+                if ctx.totals is None or ctx.totals[0] != (a, b):  # digamma, log-gamma of n_w + a + b
+                    ctx.totals = ((a, b), digamma(ctx.n_w + a + b), gammaln(ctx.n_w + a + b))
+                penalty = ctx.kern.mace_vb_mstep(stats[0], ctx.n_wl, a, b, g, ctx.totals[1], ctx.totals[2],
+                                                 log_know, log_spam, log_xi)
             else:
                 a1, b1, c1 = know + a, spam + b, strat + g
                 log_know, log_spam = beta_expected_logs(a1, b1)
@@ -341,5 +345,7 @@ class AnswerKeys:
         self.n_w = self.n_wl.reshape(self.m, self.k).sum(axis=1)
         self.log_prior = np.full(self.k, -np.log(self.k))
         self.gold = gold
-        #: the compiled loops (:mod:`crowdlearn.core.compiled`) when the fit runs on numba
+        #: the compiled loops (:mod:`crowdlearn.core.compiled`) when the fit runs on numba, and
+        #: the per-worker constants of its variational M-step (set on first use)
         self.kern = None
+        self.totals = None

@@ -576,12 +576,18 @@ def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, k
     m, k = log_xi.shape
     log_u = np.empty(m * k)
     log_v = np.empty(m * k)
+    knows = np.empty(m * k)  # know_w / v: the share of "knows" in an answer l of w given truth l
     for w in range(m):
         for l in range(k):
             u = log_spam[w] + log_xi[w, l]
-            hi = max(u, log_know[w])
+            e = np.exp(-abs(u - log_know[w]))
             log_u[w * k + l] = u
-            log_v[w * k + l] = hi + np.log1p(np.exp(-abs(u - log_know[w])))
+            if log_know[w] >= u:
+                log_v[w * k + l] = log_know[w] + np.log1p(e)
+                knows[w * k + l] = 1.0 / (1.0 + e)
+            else:
+                log_v[w * k + l] = u + np.log1p(e)
+                knows[w * k + l] = e / (1.0 + e)
     for t in range(n_tasks):
         for j in range(k):
             post[t, j] = log_prior[j]
@@ -609,18 +615,20 @@ def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, k
         c = wl[i]
         know_wl[c] += post[task[i], c % k]
     for c in range(m * k):
-        know_wl[c] *= np.exp(log_know[c // k] - log_v[c])
+        know_wl[c] *= knows[c]
     return ll
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def mace_vb_mstep(know_wl, n_wl, a, b, g, log_know, log_spam, log_xi):  # pragma: no cover
+def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log_spam, log_xi):  # pragma: no cover
     """MACE's variational M-step per worker (:meth:`crowdlearn.aggregation.MACE._m_step`).
 
     From the expected "knows" counts: ``theta_w ~ Beta(know_w + a, spam_w + b)`` and
     ``xi_w ~ Dir(strategy counts + g)``; writes ``E[log theta]``, ``E[log(1 - theta)]`` and
     ``E[log xi]`` and returns minus the summed KL divergences to the priors (the workers'
-    part of the ELBO's penalty)."""
+    part of the ELBO's penalty).  ``know_w + spam_w`` is the worker's answer count
+    ``n_w``, the same in every iteration: ``psi_total`` and ``lgamma_total`` hold the
+    digamma and log-gamma of ``n_w + a + b``."""
     m, k = log_xi.shape
     beta_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
     dir_norm = math.lgamma(k * g) - k * math.lgamma(g)
@@ -637,14 +645,14 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, log_know, log_spam, log_xi):  # pragma
             n_w += n_wl[c]
             psi_c[l] = n_wl[c] - kn + g  # the strategy pseudo-count, turned into its digamma below
             s1 += psi_c[l]
+        know = min(know, n_w)  # rounding: a1 + b1 stays n_w + a + b
         a1 = know + a
-        b1 = max(n_w - know, 0.0) + b
-        psi_ab = digamma(a1 + b1)
-        lk = digamma(a1) - psi_ab
-        ls = digamma(b1) - psi_ab
+        b1 = n_w - know + b
+        lk = digamma(a1) - psi_total[w]
+        ls = digamma(b1) - psi_total[w]
         log_know[w] = lk
         log_spam[w] = ls
-        kl = (math.lgamma(a1 + b1) - math.lgamma(a1) - math.lgamma(b1) - beta_norm
+        kl = (lgamma_total[w] - math.lgamma(a1) - math.lgamma(b1) - beta_norm
               + (a1 - a) * lk + (b1 - b) * ls)
         psi_s = digamma(s1)
         kl += math.lgamma(s1) - dir_norm

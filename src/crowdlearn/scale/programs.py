@@ -353,8 +353,9 @@ class MACEProgram(Program):
         counts = yield Round(_mace_counts)
         n_wl = counts["n_wl"]
         # what MACE's M-step reads of its AnswerKeys, for the whole crowd
+        # (the numpy M-step: its per-worker arrays are small beside the partitions' E-steps)
         ctx = SimpleNamespace(k=k, m=m, n_wl=n_wl, n_w=n_wl.reshape(m, k).sum(axis=1),
-                              log_prior=np.full(k, -np.log(k)))
+                              log_prior=np.full(k, -np.log(k)), kern=None, totals=None)
         rng = resolve_random_state(est.random_state)
         best = None
         est.restart_objectives_ = []
