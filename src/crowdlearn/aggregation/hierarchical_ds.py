@@ -65,15 +65,15 @@ _MIN_PSEUDO, _MAX_STRENGTH = 1e-6, 1e6
 #: fixed-point steps of the population pseudo-counts per EM iteration (warm-started)
 EB_STEPS_PER_ITER = 5
 
-#: EM iterations after which a later start is compared with the kept one at equal effort: a
-#: start whose evidence is then below the kept start's evidence after as many iterations by
-#: more than :data:`EVIDENCE_MARGIN` is abandoned; the others run on to ``max_iter``.  The full runs of the default
-#: two starts end within :data:`EVIDENCE_MARGIN` of each other on most crowds, and the
-#: second full run doubled the cost of every fit; only a start that is behind at equal
-#: effort and would overtake by more than the margin is lost (the "small EM" idea of
-#: Biernacki, Celeux & Govaert, 2003, "Choosing starting values for the EM algorithm",
-#: Computational Statistics & Data Analysis 41, applied only to abandon laggards).  A speed
-#: setting, not tuned on accuracy.
+#: EM iterations after which a later start is compared with the kept one at equal effort:
+#: a start whose evidence is then below the kept start's evidence after as many iterations
+#: by more than :data:`EVIDENCE_MARGIN` is abandoned; the others run on to ``max_iter``.
+#: The full runs of the default two starts end within the margin of each other on most
+#: crowds, and the second full run doubled the cost of every fit; only a start that is
+#: clearly behind at equal effort and would still overtake by more than the margin is lost
+#: (the "small EM" idea of Biernacki, Celeux & Govaert, 2003, "Choosing starting values for
+#: the EM algorithm", Computational Statistics & Data Analysis 41, used only to abandon
+#: laggards).  A speed setting, not tuned on accuracy.
 SCREEN_ITER = 20
 
 #: start names: majority vote and the moment estimate
@@ -157,7 +157,8 @@ def _split_counts(kern, counts: np.ndarray, totals: np.ndarray, a: np.ndarray) -
     n_cells, n_tots = kern.dirichlet_rows_split(np.ascontiguousarray(counts), np.ascontiguousarray(totals), a_low,
                                                 big_low, powers, big_powers, cell_c, cell_jl, tot_t, tot_j)
     return dict(a_low=a_low, big_low=big_low, powers=powers, big_powers=big_powers,
-                cells=(cell_c[:n_cells].copy(), cell_jl[:n_cells].copy()), tots=(tot_t[:n_tots].copy(), tot_j[:n_tots].copy()))
+                cells=(cell_c[:n_cells].copy(), cell_jl[:n_cells].copy()),
+                tots=(tot_t[:n_tots].copy(), tot_j[:n_tots].copy()))
 
 
 def _split_sums(kern, split: dict, a: np.ndarray, big_a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -294,7 +295,8 @@ class HierarchicalDawidSkene(DawidSkene):
             post = super()._fit(data, gold, clamp_to_gold(np.array(start, dtype=float), gold), max_iter=screen)
             early = self._evidence(post, self._counts(data, post))
             if best is not None and early < best[4] - EVIDENCE_MARGIN:
-                rows[name] = (early, self.n_iter_, f"abandoned: behind the {best[1]!r} start after {self.n_iter_} EM iteration(s)")
+                why = f"abandoned: behind the {best[1]!r} start after {self.n_iter_} EM iteration(s)"
+                rows[name] = (early, self.n_iter_, why)
                 continue
             if not self.converged_ and self.n_iter_ < self.max_iter:
                 # on from the last E-step: the same fit as one uninterrupted run

@@ -90,7 +90,7 @@ class MACE(BaseAggregator):
         like another seed.
     backend : {"auto", "numpy", "numba"}, default "auto"
         "numba" runs the E-step (without gold) and the variational M-step as compiled loops
-        over the answers and the workers (the same sums to rounding; several times faster
+        over the answers and the workers (the same sums to rounding, faster, most of all
         when there are many workers); "auto" uses it from
         :data:`crowdlearn.core.kernels.NUMBA_MIN_LABELS` answers on when numba is installed.
 
@@ -174,7 +174,8 @@ class MACE(BaseAggregator):
         m, k = data.n_workers, data.n_classes
         self._smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         ctx = AnswerKeys(data, gold)
-        ctx.kern = kernels.compiled_kernels() if kernels.resolve_backend(self.backend, data.n_labels) == "numba" else None
+        numba = kernels.resolve_backend(self.backend, data.n_labels) == "numba"
+        ctx.kern = kernels.compiled_kernels() if numba else None
         rng = resolve_random_state(self.random_state)
         n_answers = max(data.n_labels, 1)
 

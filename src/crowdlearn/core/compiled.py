@@ -564,6 +564,7 @@ def dirichlet_rows_listed(cell_c, cell_jl, n_cells, tot_t, tot_j, n_tots, a, big
         j = tot_j[i]
         den[j] += digamma(tot_t[i] + big_a[j]) - psi_big[j]
 
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, know_wl):  # pragma: no cover
     """MACE's E-step in two passes over the answers (:meth:`crowdlearn.aggregation.MACE._e_step`).
@@ -632,7 +633,7 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log
     m, k = log_xi.shape
     beta_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
     dir_norm = math.lgamma(k * g) - k * math.lgamma(g)
-    psi_c = np.empty(k)
+    c1 = np.empty(k)  # the worker's strategy pseudo-counts
     penalty = 0.0
     for w in range(m):
         know = 0.0
@@ -643,8 +644,8 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log
             kn = min(know_wl[c], n_wl[c])
             know += kn
             n_w += n_wl[c]
-            psi_c[l] = n_wl[c] - kn + g  # the strategy pseudo-count, turned into its digamma below
-            s1 += psi_c[l]
+            c1[l] = n_wl[c] - kn + g
+            s1 += c1[l]
         know = min(know, n_w)  # rounding: a1 + b1 stays n_w + a + b
         a1 = know + a
         b1 = n_w - know + b
@@ -657,9 +658,8 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log
         psi_s = digamma(s1)
         kl += math.lgamma(s1) - dir_norm
         for l in range(k):
-            c1 = psi_c[l]
-            e = digamma(c1) - psi_s
+            e = digamma(c1[l]) - psi_s
             log_xi[w, l] = e
-            kl += (c1 - g) * e - math.lgamma(c1)
+            kl += (c1[l] - g) * e - math.lgamma(c1[l])
         penalty -= kl
     return penalty
