@@ -246,8 +246,8 @@ class MACE(BaseAggregator):
         k = ctx.k
         if ctx.kern is not None and ctx.gold is None:  # the same sums in two compiled passes
             post, know_wl = np.empty((ctx.n, k)), np.empty(ctx.m * k)
-            ll = ctx.kern.mace_estep(ctx.task, ctx.wl, ctx.n, log_know, log_spam, np.ascontiguousarray(log_xi),
-                                     log_prior, post, know_wl)
+            ll = ctx.kern.mace_estep(ctx.task, ctx.wl, ctx.label, ctx.n, log_know, log_spam,
+                                     np.ascontiguousarray(log_xi), log_prior, post, know_wl)
             return post, ll, (know_wl, post.sum(axis=0))
         log_u = (log_spam[:, None] + log_xi).ravel()  # log P(answer l, spamming)
         log_v = np.logaddexp(log_u, np.repeat(log_know, k))  # log P(answer l | truth l)
@@ -332,7 +332,7 @@ class MACE(BaseAggregator):
 
 
 class AnswerKeys:
-    """Integer keys and counts shared by every iteration of one fit (``task``,
+    """Integer keys and counts shared by every iteration of one fit (``task``, ``label``,
     ``task_label``, ``wl`` = worker * K + label, per (worker, label) and per worker answer
     counts ``n_wl``, ``n_w``, the uniform ``log_prior``); also the E-step's view of one
     partition in :mod:`crowdlearn.scale`."""
@@ -341,6 +341,7 @@ class AnswerKeys:
         self.n, self.m, self.k = data.n_tasks, data.n_workers, data.n_classes
         self.task = data.task.astype(np.intp)
         self.task_label = self.task * self.k + data.label
+        self.label = data.label.astype(np.intp)
         self.wl = data.worker.astype(np.intp) * self.k + data.label
         self.n_wl = np.bincount(self.wl, minlength=self.m * self.k).astype(np.float64)
         self.n_w = self.n_wl.reshape(self.m, self.k).sum(axis=1)

@@ -566,7 +566,7 @@ def dirichlet_rows_listed(cell_c, cell_jl, n_cells, tot_t, tot_j, n_tots, a, big
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, know_wl):  # pragma: no cover
+def mace_estep(task, wl, label, n_tasks, log_know, log_spam, log_xi, log_prior, post, know_wl):  # pragma: no cover
     """MACE's E-step in two passes over the answers (:meth:`crowdlearn.aggregation.MACE._e_step`).
 
     An answer ``l`` of worker ``w`` has probability ``u = spam_w xi_{w,l}`` when the truth is
@@ -575,30 +575,34 @@ def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, k
     knowingly (``sum q_n(l) know_w / v``).  Returns the marginal log-likelihood.
     """
     m, k = log_xi.shape
-    log_u = np.empty(m * k)
-    log_v = np.empty(m * k)
+    # per (worker, label): log u and log v - log u side by side, so that an answer's gather
+    # touches one cache line (the answers visit the workers at random)
+    uv = np.empty((m * k, 2))
     knows = np.empty(m * k)  # know_w / v: the share of "knows" in an answer l of w given truth l
     for w in range(m):
         for l in range(k):
             u = log_spam[w] + log_xi[w, l]
             e = np.exp(-abs(u - log_know[w]))
-            log_u[w * k + l] = u
+            uv[w * k + l, 0] = u
             if log_know[w] >= u:
-                log_v[w * k + l] = log_know[w] + np.log1p(e)
+                uv[w * k + l, 1] = log_know[w] + np.log1p(e) - u
                 knows[w * k + l] = 1.0 / (1.0 + e)
             else:
-                log_v[w * k + l] = u + np.log1p(e)
+                uv[w * k + l, 1] = np.log1p(e)
                 knows[w * k + l] = e / (1.0 + e)
     for t in range(n_tasks):
         for j in range(k):
             post[t, j] = log_prior[j]
+    last = len(task) - PREFETCH_DISTANCE
     for i in range(len(task)):
+        if i < last:
+            prefetch_row(uv, wl[i + PREFETCH_DISTANCE])
         t = task[i]
         c = wl[i]
-        u = log_u[c]
+        u = uv[c, 0]
         for j in range(k):
             post[t, j] += u
-        post[t, c % k] += log_v[c] - u
+        post[t, label[i]] += uv[c, 1]
     ll = 0.0
     for t in range(n_tasks):
         top = post[t, 0]
@@ -612,9 +616,11 @@ def mace_estep(task, wl, n_tasks, log_know, log_spam, log_xi, log_prior, post, k
             post[t, j] /= total
         ll += top + np.log(total)
     know_wl[:] = 0.0
+    rows = know_wl.reshape(m * k, 1)  # the prefetch hint reads rows of a 2-d array
     for i in range(len(task)):
-        c = wl[i]
-        know_wl[c] += post[task[i], c % k]
+        if i < last:
+            prefetch_row(rows, wl[i + PREFETCH_DISTANCE])
+        know_wl[wl[i]] += post[task[i], label[i]]
     for c in range(m * k):
         know_wl[c] *= knows[c]
     return ll
