@@ -219,10 +219,12 @@ def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | 
         return
     top = int(np.bincount(codes[judged], minlength=data.n_classes).argmax())
     share = float(np.mean(codes[judged] == top))
+    if share < COLLAPSE_SHARE:  # the common case: no vote table needed
+        return
     votes = vote_fractions(data)[judged]
     is_max = votes >= votes.max(axis=1, keepdims=True) - 1e-12
     vote_share = float(np.mean(is_max[:, top] / is_max.sum(axis=1)))
-    if share >= COLLAPSE_SHARE and vote_share <= COLLAPSE_VOTE_SHARE:
+    if vote_share <= COLLAPSE_VOTE_SHARE:
         warnings.warn(
             f"{name}: {share:.0%} of the answered tasks get class {data.classes[top]!r}, which "
             f"majority vote gives to {vote_share:.0%} of them: either that class is that frequent, "

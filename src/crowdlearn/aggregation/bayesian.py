@@ -35,7 +35,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma, gammaln, logsumexp
+from scipy.special import logsumexp
 
 from ..core.base import Tags
 from ..core import kernels

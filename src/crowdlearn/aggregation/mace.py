@@ -174,8 +174,12 @@ class MACE(BaseAggregator):
         m, k = data.n_workers, data.n_classes
         self._smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         ctx = AnswerKeys(data, gold)
-        numba = kernels.resolve_backend(self.backend, data.n_labels) == "numba"
-        ctx.kern = kernels.compiled_kernels() if numba else None
+        if kernels.resolve_backend(self.backend, data.n_labels) == "numba":
+            ctx.kern = kernels.compiled_kernels()
+            # the variational M-step's theta_w ~ Beta(know_w + a, spam_w + b) always has
+            # know_w + spam_w = n_w: the digamma and log-gamma of n_w + a + b, once per fit
+            total = ctx.n_w + float(self.alpha) + float(self.beta)
+            ctx.totals = (digamma(total), gammaln(total))
         rng = resolve_random_state(self.random_state)
         n_answers = max(data.n_labels, 1)
 
@@ -270,16 +274,15 @@ class MACE(BaseAggregator):
     def _m_step(self, ctx: "AnswerKeys", stats):
         """New ``tables`` and the prior term of the objective."""
         k = ctx.k
-        know, spam, strat, classes = self._counts(ctx, stats)
+        classes = stats[1]
         if self.method == "vb":
             a, b, g = float(self.alpha), float(self.beta), float(self.strategy_prior)
             if ctx.kern is not None:  # the same per-worker terms in one compiled pass
                 log_know, log_spam, log_xi = np.empty(ctx.m), np.empty(ctx.m), np.empty((ctx.m, k))
-                if ctx.totals is None or ctx.totals[0] != (a, b):  # digamma, log-gamma of n_w + a + b
-                    ctx.totals = ((a, b), digamma(ctx.n_w + a + b), gammaln(ctx.n_w + a + b))
-                penalty = ctx.kern.mace_vb_mstep(stats[0], ctx.n_wl, a, b, g, ctx.totals[1], ctx.totals[2],
+                penalty = ctx.kern.mace_vb_mstep(stats[0], ctx.n_wl, a, b, g, *ctx.totals,
                                                  log_know, log_spam, log_xi)
             else:
+                know, spam, strat, _ = self._counts(ctx, stats)
                 a1, b1, c1 = know + a, spam + b, strat + g
                 log_know, log_spam = beta_expected_logs(a1, b1)
                 log_xi = dirichlet_expected_log(c1)
@@ -292,6 +295,7 @@ class MACE(BaseAggregator):
             else:
                 log_prior = ctx.log_prior
         else:
+            know, _, strat, _ = self._counts(ctx, stats)
             s = self._smoothing
             theta = np.clip((know + s) / (ctx.n_w + 2 * s), _EPS, 1 - _EPS)
             num = strat + s
@@ -348,6 +352,6 @@ class AnswerKeys:
         self.log_prior = np.full(self.k, -np.log(self.k))
         self.gold = gold
         #: the compiled loops (:mod:`crowdlearn.core.compiled`) when the fit runs on numba, and
-        #: the per-worker constants of its variational M-step (set on first use)
+        #: the per-worker constants of its variational M-step (both set by :meth:`MACE._fit`)
         self.kern = None
         self.totals = None

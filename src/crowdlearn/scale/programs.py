@@ -355,7 +355,7 @@ class MACEProgram(Program):
         # what MACE's M-step reads of its AnswerKeys, for the whole crowd
         # (the numpy M-step: its per-worker arrays are small beside the partitions' E-steps)
         ctx = SimpleNamespace(k=k, m=m, n_wl=n_wl, n_w=n_wl.reshape(m, k).sum(axis=1),
-                              log_prior=np.full(k, -np.log(k)), kern=None, totals=None)
+                              log_prior=np.full(k, -np.log(k)), kern=None)
         rng = resolve_random_state(est.random_state)
         best = None
         est.restart_objectives_ = []
