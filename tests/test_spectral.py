@@ -111,6 +111,15 @@ def test_kl_refinement_improves_plain_multispa():
     assert len(hist) == 10 and hist[-1] >= hist[0]  # composite likelihood goes up
 
 
+def test_multispa_variants_take_every_multispa_parameter():
+    # the variants only change defaults: a parameter of MultiSPA missing from a variant's
+    # signature is silently reset to MultiSPA's default by get_params/clone
+    base = set(MultiSPA().get_params())
+    for cls in (MultiSPAKL, MultiSPADawidSkene):
+        assert set(cls().get_params()) == base, cls
+        assert cls(min_column_count=3).min_column_count == 3
+
+
 def test_successive_projection_finds_vertices():
     rng = np.random.default_rng(0)
     vertices = rng.dirichlet(np.ones(4), size=4).T  # 4 x 4, columns are the vertices
