@@ -112,14 +112,14 @@ def fit_dirichlet_rows(counts: np.ndarray, alpha: np.ndarray, max_iter: int = 50
         workers who never saw class ``j`` carry no information and drop out of both sums.
     """
     a = np.maximum(np.asarray(alpha, float).copy(), _MIN_PSEUDO)
-    totals = counts.sum(axis=2)  # (W, K)
     kern = kernels.compiled_kernels() if backend == "numba" else None
+    totals = counts.sum(axis=2) if kern is None else None  # (W, K); the split sums its own
     split = None
     for _ in range(max_iter):
         big_a = a.sum(axis=1)  # (K,)
         if kern is not None:
             if split is None or np.any(a < split["a_low"]) or np.any(big_a < split["big_low"]):
-                split = _split_counts(kern, counts, totals, a)
+                split = _split_counts(kern, counts, a)
             num, den = _split_sums(kern, split, a, big_a)
         else:
             num = (digamma(counts + a) - digamma(a)).sum(axis=0)  # (K, K)
@@ -143,10 +143,11 @@ def _psi_taylor(x: np.ndarray, terms: int) -> np.ndarray:
     return polygamma(n, np.asarray(x, float)[..., None]) / factorial(n)
 
 
-def _split_counts(kern, counts: np.ndarray, totals: np.ndarray, a: np.ndarray) -> dict:
+def _split_counts(kern, counts: np.ndarray, a: np.ndarray) -> dict:
     """Small counts as power sums, the others listed (``kern.dirichlet_rows_split``), valid
     while the pseudo-counts stay above half of ``a``: the fixed point's next steps then cost
-    O(K^2 + listed counts) instead of O(W K^2)."""
+    O(K^2 + listed counts) instead of O(W K^2).  ``counts`` (W, K true, K answered) is read
+    in the [w, answered, true] layout, which is how the M-step's counts arrive (no copy)."""
     k, terms = a.shape[0], kern.TAYLOR_TERMS
     a_low = a / 2.0
     big_low = a.sum(axis=1) / 2.0
@@ -154,8 +155,8 @@ def _split_counts(kern, counts: np.ndarray, totals: np.ndarray, a: np.ndarray) -
     size = counts.shape[0] * k
     cell_c, cell_jl = np.empty(size * k), np.empty(size * k, dtype=np.int64)
     tot_t, tot_j = np.empty(size), np.empty(size, dtype=np.int64)
-    n_cells, n_tots = kern.dirichlet_rows_split(np.ascontiguousarray(counts), np.ascontiguousarray(totals), a_low,
-                                                big_low, powers, big_powers, cell_c, cell_jl, tot_t, tot_j)
+    n_cells, n_tots = kern.dirichlet_rows_split(np.ascontiguousarray(counts.transpose(0, 2, 1)), a_low, big_low,
+                                                powers, big_powers, cell_c, cell_jl, tot_t, tot_j)
     return dict(a_low=a_low, big_low=big_low, powers=powers, big_powers=big_powers,
                 cells=(cell_c[:n_cells].copy(), cell_jl[:n_cells].copy()),
                 tots=(tot_t[:n_tots].copy(), tot_j[:n_tots].copy()))

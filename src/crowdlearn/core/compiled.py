@@ -497,11 +497,13 @@ def _add_powers(out, c):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def dirichlet_rows_split(counts, totals, a_low, big_low, powers, big_powers,
+def dirichlet_rows_split(counts_lj, a_low, big_low, powers, big_powers,
                          cell_c, cell_jl, tot_t, tot_j):  # pragma: no cover
     """Prepare the sums of Minka's fixed point for pseudo-counts that stay above ``a_low``.
 
-    ``num[j, l] = sum_w psi(counts[w, j, l] + a[j, l]) - psi(a[j, l])`` and
+    ``counts_lj[w, l, j]`` is worker ``w``'s soft count of answer ``l`` given truth ``j`` (the
+    layout of the Dawid-Skene kernels' M-step, read as is), ``totals[w, j]`` its sum over
+    ``l``.  ``num[j, l] = sum_w psi(counts[w, l, j] + a[j, l]) - psi(a[j, l])`` and
     ``den[j] = sum_w psi(totals[w, j] + big_a[j]) - psi(big_a[j])`` are wanted for several
     successive ``a``.  A count below ``TAYLOR_RATIO * a_low`` (soft counts of confident
     posteriors, most cells of a sparse crowd) enters only through its powers, summed here
@@ -510,14 +512,17 @@ def dirichlet_rows_split(counts, totals, a_low, big_low, powers, big_powers,
     nothing.  The other counts are listed (``cell_c``, flat index ``cell_jl = j * K + l``;
     ``tot_t``, ``tot_j``) for :func:`dirichlet_rows_listed`.  Returns the two list lengths.
     """
-    n_w, k, _ = counts.shape
+    n_w, k, _ = counts_lj.shape
     powers[:] = 0.0
     big_powers[:] = 0.0
     n_cells = 0
     n_tots = 0
     for w in range(n_w):
+        block = counts_lj[w]
         for j in range(k):
-            t = totals[w, j]
+            t = 0.0
+            for l in range(k):
+                t += block[l, j]
             if t <= 0.0:
                 continue
             if t < TAYLOR_RATIO * big_low[j]:
@@ -527,7 +532,7 @@ def dirichlet_rows_split(counts, totals, a_low, big_low, powers, big_powers,
                 tot_j[n_tots] = j
                 n_tots += 1
             for l in range(k):
-                c = counts[w, j, l]
+                c = block[l, j]
                 if c <= 0.0:
                     continue
                 if c < TAYLOR_RATIO * a_low[j, l]:

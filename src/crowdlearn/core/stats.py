@@ -231,9 +231,13 @@ def dirichlet_kl(post: np.ndarray, prior: Any, elog: np.ndarray | None = None) -
     caller has it already, as a variational E-step does; it saves the digammas.
     """
     post = np.asarray(post, dtype=np.float64)
-    prior = np.broadcast_to(np.asarray(prior, dtype=np.float64), post.shape)
+    prior = np.asarray(prior, dtype=np.float64)
+    if prior.ndim == 0:  # a symmetric Dirichlet: the scalar along the last axis
+        prior = np.full(post.shape[-1], float(prior))
     if elog is None:
         elog = dirichlet_expected_log(post)
+    # the prior's log-gammas on the prior's own shape, broadcast in the sum: a prior shared by
+    # every worker would otherwise take W times as many
     return (
         gammaln(post.sum(axis=-1))
         - gammaln(post).sum(axis=-1)
