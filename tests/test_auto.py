@@ -157,6 +157,24 @@ def test_large_inputs_choose_on_a_task_subsample_but_fit_every_answer():
     assert est.best_.probas_.shape[0] == data.n_tasks
 
 
+def test_folds_are_fitted_until_max_withheld_answers_are_scored():
+    data = simulate.dawid_skene(1000, 20, 3, labels_per_task=5, seed=2)
+    scored = {}
+    # five folds of about 1,000 withheld answers each: 1,500 scored answers take two folds,
+    # 2,500 three; never fewer than two (cross-fitting needs another fold); None: every fold
+    for cap, folds in ((1, 2), (1500, 2), (2500, 3), (None, 5)):
+        table = heldout_scores(data, ["ds", "mv"], n_folds=5, max_withheld=cap)
+        assert table.attrs["folds"] == folds
+        assert np.isfinite(table["score"]).all()
+        scored[cap] = len(table.attrs["per_answer"]["ds"])
+    assert scored[1] == scored[1500] < 2500 <= scored[2500] < scored[None] <= data.n_labels
+    est = AutoAggregator(candidates=["ds", "mv"], combine="select", max_withheld=1500).fit(data)
+    assert est.scores_.attrs["folds"] == 2 and len(est.labels_) == data.n_tasks
+    assert "2 of the 5 folds" in est.reason_
+    with pytest.raises(ValueError, match="max_withheld"):
+        AutoAggregator(max_withheld=0).fit(data)
+
+
 def test_crossfit_scores_count_each_worker_on_answers_the_fit_did_not_see():
     # brute force: fold f's answer (w, a) on task j scores log Pi_w[pred_f(j), a], Pi_w counted on
     # the other folds' withheld answers of w, each paired with the label of its own fold's fit,
