@@ -304,3 +304,29 @@ def test_benchmark_scores_ordinal_folders(tmp_path, capsys):
     header, row = capsys.readouterr().out.strip().splitlines()[:2]
     assert header.split()[2:5] == ["accuracy", "mae", "quadratic_kappa"]
     assert 0.5 < float(row.split()[2]) <= 1.0
+
+
+def test_benchmark_refuses_ordinal_text_labels_it_cannot_order(tmp_path, capsys):
+    """An ordinal folder with text grades (bad, ok, good) was benchmarked in alphabetical
+    order (bad < good < ok), its MAE and kappa scoring a wrong order without a word, while
+    ``aggregate`` refuses such labels; the folder is now refused, naming it and the label."""
+    from crowdlearn.cli import main
+
+    data, _ = ordinal_crowd(n_tasks=30, n_workers=5, n_classes=3, seed=0)
+    words = {0: "bad", 1: "ok", 2: "good"}
+    frame = data.to_frame()
+    frame["label"] = frame["label"].map(lambda c: words[int(c)])
+    frame.to_csv(tmp_path / "labels.csv", index=False)
+    truth = data.truth_series().map(lambda c: words[int(c)])
+    truth.rename("truth").rename_axis("task").to_csv(tmp_path / "truth.csv")
+    (tmp_path / "SOURCE.md").write_text("# grades\n\n- kind: ordinal\n")
+    assert main(["benchmark", str(tmp_path), "--methods", "ordinal-ds"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(f"crowdlearn: error: {tmp_path}: ordinal label 'bad' is not a number")
+    assert captured.err.count("\n") == 1
+    # numbers stay scored
+    frame["label"] = frame["label"].map({"bad": 1, "ok": 2, "good": 3})
+    frame.to_csv(tmp_path / "labels.csv", index=False)
+    truth.map({"bad": 1, "ok": 2, "good": 3}).rename("truth").rename_axis("task").to_csv(tmp_path / "truth.csv")
+    assert main(["benchmark", str(tmp_path), "--methods", "ordinal-ds"]) == 0

@@ -669,6 +669,21 @@ def _dataset_names(folders) -> dict:
             for folder, name in zip(unique.values(), last)}
 
 
+def _check_benchmark_ordinal(folder, data) -> None:
+    """An ordinal folder's labels must be numbers: a folder states no class order, and text
+    grades (low, mid, high) would be ranked alphabetically, so MAE and kappa would score a
+    wrong order without a word (``aggregate`` refuses them the same way, where ``--classes``
+    can give the order)."""
+    from .ordinal.base import numeric_classes
+
+    text = [c for c in data.classes if not numeric_classes([c])]
+    if text:
+        raise UsageError(f"{folder}: ordinal label {text[0]!r} is not a number, so the labels have "
+                         "no order to score MAE and kappa by; write them as numbers from lowest "
+                         "to highest (e.g. 1, 2, 3), or fit in Python with "
+                         "CrowdLabels.from_frame(..., classes=[lowest, ..., highest])")
+
+
 def _cmd_benchmark(args) -> int:
     """One table per answer kind among the folders: accuracy for class labels, the kind's
     metrics against gold for the others."""
@@ -679,7 +694,10 @@ def _cmd_benchmark(args) -> int:
     by_kind: dict[str, dict] = {}
     for folder, name in _dataset_names(args.folders).items():
         kind = args.kind or folder_kind(folder)
-        by_kind.setdefault(kind, {})[name] = load(folder, kind=kind)
+        data = load(folder, kind=kind)
+        if kind == "ordinal":
+            _check_benchmark_ordinal(folder, data)
+        by_kind.setdefault(kind, {})[name] = data
     from .registry import method_kinds
 
     asked = args.methods.split(",") if args.methods else None
