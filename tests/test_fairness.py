@@ -207,3 +207,22 @@ def test_worker_bias_error_counts_the_exact_class_with_three_classes():
     groups = pd.Series(["g", "g", "h", "h"], index=list("pqrs"))
     table = worker_bias_table(answers, truth, groups, positive="c")
     assert table["error"].tolist() == [0.5, 0.5] and table["fnr"].tolist()[1] == 0.5
+
+
+def test_cli_group_cells_are_read_as_ids_are(tmp_path, capsys):
+    """A group cell with surrounding blanks (" a") and a task whose group is written on some
+    of its rows only (an empty cell on the others) were refused with "task 'p' has more than
+    one group", naming neither group; the cells are now stripped as ids are and an empty cell
+    says nothing, and a real conflict names both groups."""
+    from crowdlearn.cli import main
+
+    src, out = tmp_path / "a.csv", tmp_path / "g.csv"
+    src.write_text("task,worker,label,grp\np,a,0,a\np,b,0, a \nq,a,1,\nq,b,1,b\nr,a,1,b\nr,b,0,b\n")
+    assert main(["aggregate", str(src), "--method", "mv", "--group-col", "grp", "--group-report", str(out),
+                 "--out", str(tmp_path / "o.csv")]) == 0, capsys.readouterr().err
+    assert pd.read_csv(out)[["group", "tasks"]].values.tolist() == [["a", 1], ["b", 2]]
+    capsys.readouterr()
+    src.write_text("task,worker,label,grp\np,a,0,a\np,b,0,b\nq,a,1,b\n")
+    assert main(["aggregate", str(src), "--method", "mv", "--group-col", "grp"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"crowdlearn: error: {src}: column 'grp': groups: task 'p' has more than one group: 'a' and 'b'\n"

@@ -545,10 +545,12 @@ def _read_groups(args, data, task_col: str):
         check_writable(args.group_report)
     src = args.tasks or args.input
     table = read_table(src, columns=[task_col, args.group_col])
-    # a frame of its own: the group column may be the task column itself (a group per task)
+    # a frame of its own: the group column may be the task column itself (a group per task);
+    # group cells are stripped as ids are (" A " is the group "A"), and an empty cell says
+    # nothing: a task's group may be written on some of its rows only
     table = pd.DataFrame({"task": strip_text(table[task_col]).to_numpy(),  # ids as the answers'
-                          "group": table[args.group_col].to_numpy()})
-    table = table.drop_duplicates()
+                          "group": strip_text(table[args.group_col]).to_numpy()})
+    table = table[table["group"].notna()].drop_duplicates()
     positive = data.classes[-1]
     if args.positive is not None:  # the text of a class: "1" is the class 1 of a Parquet file
         match = [c for c in data.classes if str(c) == args.positive]

@@ -39,7 +39,10 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
     g = pd.Series(groups) if not isinstance(groups, pd.Series) else groups
     if g.index.has_duplicates:
         dup = g.index[g.index.duplicated()][0]
-        raise ValueError(f"{what}: task {dup!r} has more than one group")
+        two = pd.unique(g[g.index == dup].to_numpy(dtype=object))[:2]  # which groups, to find it
+        if len(two) == 1:
+            raise ValueError(f"{what}: task {dup!r} is given more than once (group {two[0]!r})")
+        raise ValueError(f"{what}: task {dup!r} has more than one group: {two[0]!r} and {two[1]!r}")
     at = positions_by_value(g.index, tasks, what)  # by value when the ids' types differ
     out = pd.Series(np.where(at >= 0, g.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan), index=tasks,
                     name=g.name).infer_objects()
