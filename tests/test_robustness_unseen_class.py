@@ -117,3 +117,28 @@ def test_a_header_naming_a_column_twice_is_refused(tmp_path, capsys):
         assert main(["aggregate", str(src), "--method", "mv"]) == 2
         err = capsys.readouterr().err
         assert err == f"crowdlearn: error: {src}: line 1: column 'task' appears twice in the header\n"
+
+
+def test_answers_not_in_utf8_are_read_as_exports_are(tmp_path, capsys):
+    """A task,worker,label file saved by Excel on Windows (cp1252) or as "Unicode text"
+    (UTF-16 with a byte-order mark) failed with the codec's message ("'utf-8' codec can't
+    decode byte 0xe9 in position 1"), while ``--format`` exports in those encodings were read;
+    the plain reader now decodes them the same way, for answers and gold alike."""
+    import gzip
+
+    frame = pd.DataFrame({"task": ["café", "café", "naïve", "naïve", "t3"], "worker": ["a", "b", "a", "b", "a"],
+                          "label": ["oui", "oui", "non", "oui", "non"]})
+    text = frame.to_csv(index=False)
+    files = {"cp.csv": text.encode("cp1252"), "wide.tsv": frame.to_csv(index=False, sep="\t").encode("utf-16"),
+             "cp.csv.gz": gzip.compress(text.encode("cp1252")),
+             "cp.jsonl": frame.to_json(orient="records", lines=True, force_ascii=False).encode("cp1252")}
+    gold = tmp_path / "truth.csv"
+    gold.write_bytes("task,truth\ncafé,oui\n".encode("cp1252"))
+    for name, data in files.items():
+        src = tmp_path / name
+        src.write_bytes(data)
+        assert CrowdLabels.from_csv(src).tasks.tolist() == ["café", "naïve", "t3"]
+        out = tmp_path / "out.csv"
+        assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--out", str(out)]) == 0
+        assert "accuracy on 1 gold tasks = 1.0000" in capsys.readouterr().err
+        assert pd.read_csv(out)["task"].tolist() == ["café", "naïve", "t3"]

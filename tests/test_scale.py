@@ -180,6 +180,21 @@ def test_stream_csv_errors_match_the_in_memory_reader(tmp_path):
         fit_stream(cl.DawidSkene(), src)
 
 
+
+def test_stream_and_dask_name_a_file_that_is_not_utf8(tmp_path, client):
+    """A cp1252 CSV failed in the stream engine with the codec's message alone ("'utf-8'
+    codec can't decode byte 0xe9 in position 1"), the file unnamed; the in-memory reader
+    decodes such files, which a read by chunks or partitions cannot: the error names the
+    file and says what to do."""
+    src = tmp_path / "a.csv"
+    src.write_bytes("task,worker,label\n1,a,x\n1,b,y\n2,a,caf\u00e9\n".encode("cp1252"))
+    assert cl.CrowdLabels.from_csv(src).classes.tolist() == ["café", "x", "y"]
+    with pytest.raises(ValueError, match=r"a\.csv: not UTF-8 text \(byte 0xe9\); the stream engine reads UTF-8 only"):
+        fit_stream(cl.DawidSkene(), src)
+    with pytest.raises(ValueError, match=r"a\.csv: not UTF-8 text.*; the dask engine reads UTF-8 only"):
+        fit_dask(cl.DawidSkene(), str(src), client=client)
+
+
 # ---------------------------------------------------------------------- dask
 @pytest.mark.parametrize("name", SETS)
 def test_dask_matches_the_in_memory_fit(name, client):

@@ -9,6 +9,7 @@ is wrong, so the CLI can print one line instead of a traceback.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -121,7 +122,12 @@ def read_table(
         _refuse_unnamed_compression(path)
     try:
         if fmt in ("csv", "tsv"):
-            df = _read_delimited(path, sep="," if fmt == "csv" else "\t")
+            try:
+                df = _read_delimited(path, sep="," if fmt == "csv" else "\t")
+            except UnicodeDecodeError:
+                # not UTF-8: decoded as the platform exports are (a UTF-16 byte-order mark,
+                # else cp1252, what Excel writes on Windows, else latin-1), not refused
+                df = _read_delimited(path, sep="," if fmt == "csv" else "\t", text=_decoded(path))
         elif fmt == "parquet":
             try:
                 df = pd.read_parquet(path)
@@ -131,7 +137,10 @@ def read_table(
                 ) from exc
         elif fmt == "jsonl":
             # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
-            df = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
+            try:
+                df = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
+            except UnicodeDecodeError:  # as CSV: the encodings of the platform exports
+                df = pd.read_json(_decoded(path), lines=True, dtype=False)
         else:
             raise ValueError(f"unknown format {fmt!r}")
     except pd.errors.EmptyDataError:
@@ -181,18 +190,33 @@ def _refuse_unnamed_compression(path: Path) -> None:
             )
 
 
-def _read_delimited(path: Path, sep: str) -> pd.DataFrame:
+def _decoded(path: Path) -> io.StringIO:
+    """The text of a file that is not UTF-8, decoded by
+    :func:`crowdlearn.io.common.read_text` (byte-order mark, cp1252, latin-1; decompressed),
+    for pandas to parse from memory."""
+    from ..io.common import read_text
+
+    return io.StringIO(read_text(path))
+
+
+def _read_delimited(path: Path, sep: str, text: io.StringIO | None = None) -> pd.DataFrame:
     """All cells as strings, only empty cells missing ("NA", "null", "007" stay text).
 
-    A name given to two columns of the header raises ``ValueError`` (pandas would rename the
-    second ``name.1`` and a reader of ``name`` would silently take the first).
+    ``text``, when given, is the file's content already decoded (:func:`_decoded`), read
+    instead of ``path``.  A name given to two columns of the header raises ``ValueError``
+    (pandas would rename the second ``name.1`` and a reader of ``name`` would silently take
+    the first).
     """
-    header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+    source = path if text is None else text
+    header = pd.read_csv(source, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
     names = [name for name in header.iloc[0] if name.strip()]  # unnamed columns are no role's
     twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
     if twice is not None:
         raise ValueError(f"{path}: line 1: column {twice!r} appears twice in the header")
     options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+    if text is not None:
+        text.seek(0)  # read again from the start, the header included
+        return pd.read_csv(text, **options)
     fast = _read_delimited_arrow(path, sep)
     return fast if fast is not None else pd.read_csv(path, **options)
 

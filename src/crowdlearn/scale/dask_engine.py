@@ -37,6 +37,7 @@ from ..core.tables import column_hint
 from .coding import Coding, Columns, strip_columns
 from .driver import apply_output, collect_results, fit_program
 from .programs import Round, combine_all
+from .stream import not_utf8
 
 __all__ = ["fit_dask", "DaskFitError", "FAN_IN"]
 
@@ -226,7 +227,10 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     from distributed import get_client
 
     client = client if client is not None else get_client()
-    ddf = _as_dask_frame(answers, columns)
+    try:
+        ddf = _as_dask_frame(answers, columns)
+    except UnicodeDecodeError as exc:  # dask reads a sample of the first file here
+        raise not_utf8(answers, exc, "dask") from None
     missing = [c for c in columns.names if c not in ddf.columns]
     if missing:
         raise ValueError(f"missing column(s) {missing}; the answers have columns {list(ddf.columns)}"
@@ -239,9 +243,12 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
     mixed = any(ddf[c].dtype == object for c in columns.names)
     shuffle_config = {"dataframe.shuffle.method": "tasks"} if mixed else {}
     with dask.config.set(scheduler=client, **shuffle_config):
-        workers, labels, n_answers = dask.compute(ddf[columns.worker].drop_duplicates(),
-                                                  ddf[columns.label].drop_duplicates(),
-                                                  ddf.map_partitions(len).sum())
+        try:  # the first pass over every partition: where a byte that is not UTF-8 shows
+            workers, labels, n_answers = dask.compute(ddf[columns.worker].drop_duplicates(),
+                                                      ddf[columns.label].drop_duplicates(),
+                                                      ddf.map_partitions(len).sum())
+        except UnicodeDecodeError as exc:
+            raise not_utf8(answers, exc, "dask") from None
     if len(workers) == 0:
         raise ValueError("no crowd answers to aggregate")
     coding = Coding.from_values(workers, labels, classes)

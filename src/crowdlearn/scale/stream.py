@@ -112,6 +112,8 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
                 header = pd.read_csv(f, sep=sep, nrows=0)
             except pd.errors.EmptyDataError:
                 raise ValueError(f"{f}: the file is empty") from None
+            except UnicodeDecodeError as exc:
+                raise not_utf8(f, exc, "stream") from None
             except ValueError as exc:
                 raise ValueError(f"{f}: {exc}") from None
             require_columns(header, columns.names, f)
@@ -121,8 +123,21 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
             except ValueError as exc:
                 raise ValueError(f"{f}: {exc}") from None
             with reader:
-                for frame in reader:  # pandas numbers the rows of a file across chunks
-                    yield f, frame
+                try:
+                    for frame in reader:  # pandas numbers the rows of a file across chunks
+                        yield f, frame
+                except UnicodeDecodeError as exc:  # found chunks in: too late to decode afresh
+                    raise not_utf8(f, exc, "stream") from None
+
+
+def not_utf8(where: Any, exc: UnicodeDecodeError, engine: str) -> ValueError:
+    """The error of CSV/TSV answers that are not UTF-8, for the ``engine`` (stream, dask)
+    that read them: the in-memory reader guesses the encoding from the whole file, which a
+    read in chunks or partitions cannot do."""
+    # an error raised on a Dask worker comes back without the bytes it was decoding
+    byte = f" (byte 0x{exc.object[exc.start]:02x})" if isinstance(exc.object, bytes) else ""
+    return ValueError(f"{where}: not UTF-8 text{byte}; the {engine} engine reads UTF-8 only: save "
+                      "the file as UTF-8, or aggregate it without --engine")
 
 
 def write_frame(frame: pd.DataFrame, path: str | os.PathLike) -> None:
