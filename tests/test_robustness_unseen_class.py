@@ -142,3 +142,21 @@ def test_answers_not_in_utf8_are_read_as_exports_are(tmp_path, capsys):
         assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--out", str(out)]) == 0
         assert "accuracy on 1 gold tasks = 1.0000" in capsys.readouterr().err
         assert pd.read_csv(out)["task"].tolist() == ["café", "naïve", "t3"]
+
+
+def test_a_json_array_of_records_is_read(tmp_path, capsys):
+    """A ``.json`` file holding one JSON array of records (pandas' ``to_json(orient="records")``,
+    many tools' export) was parsed as JSON Lines: "missing column(s) ['task', 'worker',
+    'label']; the file has columns [0]"; it is read as the same answers, ids kept as text."""
+    import gzip
+
+    frame = _answers().assign(task=["007", "007", "7", "7", "08"])
+    src = tmp_path / "in.json"
+    src.write_text(frame.to_json(orient="records", indent=2))
+    packed = tmp_path / "in.json.gz"
+    packed.write_bytes(gzip.compress(frame.to_json(orient="records").encode()))
+    for path in (src, packed):
+        assert CrowdLabels.from_csv(path).tasks.tolist() == ["007", "08", "7"]  # any table file
+        out = tmp_path / "out.csv"
+        assert main(["aggregate", str(path), "--method", "mv", "--out", str(out)]) == 0, capsys.readouterr().err
+        assert pd.read_csv(out, dtype=str)["task"].tolist() == ["007", "08", "7"]

@@ -136,11 +136,7 @@ def read_table(
                     f"{path}: reading Parquet needs pyarrow (pip install 'crowdlearn[parquet]')"
                 ) from exc
         elif fmt == "jsonl":
-            # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
-            try:
-                df = pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
-            except UnicodeDecodeError:  # as CSV: the encodings of the platform exports
-                df = pd.read_json(_decoded(path), lines=True, dtype=False)
+            df = _read_json(path)
         else:
             raise ValueError(f"unknown format {fmt!r}")
     except pd.errors.EmptyDataError:
@@ -197,6 +193,20 @@ def _decoded(path: Path) -> io.StringIO:
     from ..io.common import read_text
 
     return io.StringIO(read_text(path))
+
+
+def _read_json(path: Path) -> pd.DataFrame:
+    """JSON Lines, one record a line, or a JSON array of records (what many tools write as
+    ``.json``, and which JSON Lines parsing reads as one column named ``0``)."""
+    from ..io.common import read_head
+
+    if read_head(path, 4096).lstrip("\ufeff \t\r\n").startswith("["):
+        return pd.read_json(_decoded(path), orient="records", dtype=False)
+    try:
+        # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
+        return pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
+    except UnicodeDecodeError:  # as CSV: the encodings of the platform exports
+        return pd.read_json(_decoded(path), lines=True, dtype=False)
 
 
 def _read_delimited(path: Path, sep: str, text: io.StringIO | None = None) -> pd.DataFrame:
