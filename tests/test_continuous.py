@@ -319,3 +319,18 @@ def test_catd_task_answered_alone_by_a_newcomer_gets_the_crowds_noise_as_stderr(
     others = base.estimates_.index
     np.testing.assert_allclose(est.estimates_[others], base.estimates_, rtol=1e-9)
     np.testing.assert_allclose(est.stderr_[others], base.stderr_, rtol=1e-9)
+
+
+def test_cli_summary_says_n_a_for_a_metric_undefined_on_the_gold(tmp_path, capsys):
+    """Gold on one task (or answers all equal) leaves Pearson and Spearman undefined; the
+    summary line printed 'pearson = nan, spearman = nan'; it now prints n/a, as the group
+    report does for undefined gaps."""
+    from crowdlearn.cli import main
+
+    src, gold = tmp_path / "a.csv", tmp_path / "g.csv"
+    src.write_text("task,worker,label\nt1,a,1.5\nt1,b,2.5\nt2,a,3\nt2,b,4\n")
+    gold.write_text("task,truth\nt1,2\n")
+    assert main(["aggregate", str(src), "--kind", "continuous", "--method", "mean", "--gold", str(gold)]) == 0
+    err = capsys.readouterr().err
+    assert "against gold: mae = 0.0000, rmse = 0.0000, pearson = n/a, spearman = n/a" in err
+    assert "nan" not in err

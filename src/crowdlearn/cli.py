@@ -436,7 +436,10 @@ def _fit_answers(args, kind: str, data) -> int:
     summary = f"{name} ({kind}): {data!r}; {elapsed:.3f} s"
     scores = truth_scores(est, data)  # empty without gold
     if scores:
-        summary += "; against gold: " + ", ".join(f"{k} = {v:.4f}" for k, v in scores.items())
+        # a metric undefined on this gold (a correlation over one task, or over constant
+        # values) is not a number: n/a, as the group report prints undefined gaps
+        summary += "; against gold: " + ", ".join(f"{k} = " + ("n/a" if v != v else f"{v:.4f}")
+                                                  for k, v in scores.items())
     print(summary, file=sys.stderr)
     return 0
 
