@@ -330,3 +330,17 @@ def test_benchmark_refuses_ordinal_text_labels_it_cannot_order(tmp_path, capsys)
     frame.to_csv(tmp_path / "labels.csv", index=False)
     truth.map({"bad": 1, "ok": 2, "good": 3}).rename("truth").rename_axis("task").to_csv(tmp_path / "truth.csv")
     assert main(["benchmark", str(tmp_path), "--methods", "ordinal-ds"]) == 0
+
+
+def test_cli_ordinal_text_gold_names_the_gold_file(tmp_path, capsys):
+    """Number answers with a gold file of text grades were refused as "labels.csv: ordinal
+    label 'bad' is not a number", naming the answers file, which holds no such label."""
+    from crowdlearn.cli import main
+
+    src, gold = tmp_path / "labels.csv", tmp_path / "truth.csv"
+    src.write_text("task,worker,label\nt1,a,1\nt1,b,2\nt2,a,2\n")
+    gold.write_text("task,truth\nt1,bad\n")
+    assert main(["aggregate", str(src), "--kind", "ordinal", "--gold", str(gold)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"crowdlearn: error: {gold}: gold ordinal label 'bad' is not a number")
+    assert err.count("\n") == 1

@@ -530,6 +530,8 @@ def _check_ordinal_labels(args, data, labels, first_line) -> None:
     if first is not None and first.any():
         first[first.argmax() + 1:] = False
         where += f"{row_list(first, first_line)}: "
+    elif first is not None and args.gold:  # a class of the gold alone: the answers are numbers
+        where = f"{args.gold}: gold "
     shown = ",".join(map(str, data.classes[:10])) + (",..." if len(data.classes) > 10 else "")
     raise UsageError(f"{where}ordinal label {text[0]!r} is not a number, so the labels have no "
                      f"order; give it from lowest to highest with --classes (e.g. --classes {shown})")
