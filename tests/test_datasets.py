@@ -88,3 +88,26 @@ def test_a_similarity_folder_is_read_from_its_similarity_csv(tmp_path, capsys):
     assert (data.n_answers, data.n_items) == (5, 4) and (data.truth >= 0).all()
     assert main(["benchmark", str(folder), "--methods", "similarity-spectral"]) == 0
     assert "similarity-spectral" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("- kind: numeric", "continuous"), ("- kind: regression (scores 0-100)", "continuous"),
+    ("- kind: multi-label", "multilabel"), ("* Kind: Graded relevance", "ordinal"),
+    ("- kind: preferences; pairs.csv", "pairwise"), ("- kind: classification (binary)", "classification"),
+])
+def test_folder_kind_reads_the_usual_names_of_each_kind(tmp_path, line, kind):
+    folder = _write_folder(tmp_path)
+    (folder / "SOURCE.md").write_text(f"# tiny\n\n{line}\n")
+    assert datasets.folder_kind(folder) == kind
+
+
+def test_an_unknown_kind_word_warns_and_leaves_it_to_the_files(tmp_path):
+    from crowdlearn.benchmarking import categorical_datasets
+
+    folder = _write_folder(tmp_path)
+    (folder / "SOURCE.md").write_text("# tiny\n\n- kind: sentiment\n")
+    with pytest.warns(UserWarning, match="kind 'sentiment'.*--kind"):
+        assert datasets.folder_kind(folder) == "classification"
+    # a continuous folder is no categorical benchmark set whatever the word for it
+    (folder / "SOURCE.md").write_text("# tiny\n\n- kind: regression\n")
+    assert categorical_datasets(tmp_path) == []

@@ -11,6 +11,7 @@ import pandas as pd
 
 from .core.base import get_tags
 from .core.data import CrowdLabels
+from .core.io import folder_kind
 from .registry import get_method, load_path, methods
 
 __all__ = ["gold_accuracy", "run_methods", "categorical_datasets", "truth_scores", "TRUTH_SCORERS",
@@ -45,15 +46,11 @@ NEEDS_FEATURES = "needs item features"
 
 def categorical_datasets(root: str | Path) -> list[str]:
     """Names of the dataset folders below ``root`` (format of ../shared/data) with labels and
-    gold whose SOURCE.md does not declare numeric labels, sorted."""
-    out = []
-    for d in sorted(Path(root).iterdir()):
-        src = d / "SOURCE.md"
-        if (d / "labels.csv").exists() and (d / "truth.csv").exists():
-            if src.exists() and "kind: numeric" in src.read_text():
-                continue
-            out.append(d.name)
-    return out
+    gold whose kind (:func:`crowdlearn.core.io.folder_kind`) is class labels, ordered or not,
+    sorted."""
+    return [d.name for d in sorted(Path(root).iterdir())
+            if (d / "labels.csv").exists() and (d / "truth.csv").exists()
+            and folder_kind(d) in ("classification", "ordinal")]
 
 
 def gold_accuracy(labels_: pd.Series, data: CrowdLabels) -> float:

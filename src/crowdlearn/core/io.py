@@ -6,6 +6,7 @@ is wrong, so the CLI can print one line instead of a traceback.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -17,17 +18,28 @@ from .tables import detect_format, naming_file, read_table, write_table
 __all__ = ["read_table", "write_table", "detect_format", "load_folder", "folder_kind"]
 
 #: SOURCE.md's ``kind:`` words -> the registry's answer kinds
-_SOURCE_KINDS = {"classification": "classification", "numeric": "continuous",
-                 "continuous": "continuous", "ordinal": "ordinal", "multilabel": "multilabel",
-                 "pairwise": "pairwise", "similarity": "similarity"}
+#: the first word of a SOURCE.md ``- kind:`` line -> answer kind (the shared folders write
+#: classification, numeric and pairwise; the other words are the usual names of the same kinds)
+_SOURCE_KINDS = {
+    **dict.fromkeys(("classification", "categorical", "class", "binary", "multiclass"), "classification"),
+    **dict.fromkeys(("numeric", "continuous", "regression", "real", "real-valued", "score", "scores",
+                     "rating", "ratings"), "continuous"),
+    **dict.fromkeys(("ordinal", "graded", "ordered", "likert"), "ordinal"),
+    **dict.fromkeys(("multilabel", "multi-label", "multi_label", "tags", "tagging"), "multilabel"),
+    **dict.fromkeys(("pairwise", "comparisons", "comparison", "preference", "preferences", "ranking"),
+                    "pairwise"),
+    **dict.fromkeys(("similarity", "clustering", "crowdclustering"), "similarity"),
+}
 
 
 def folder_kind(path: str | Path) -> str:
     """The answer kind of a dataset folder in the shared format.
 
     Read from the ``- kind: ...`` line of its ``SOURCE.md`` when there is one (``numeric`` is
-    the continuous kind), else from its files: ``pairs.csv`` holds comparisons,
-    ``similarity.csv`` similarity answers, anything else class labels.
+    the continuous kind; the usual other names of each kind are understood too), else from its
+    files: ``pairs.csv`` holds comparisons, ``similarity.csv`` similarity answers, anything
+    else class labels.  A kind line whose word is none of these warns, naming it, before the
+    files decide: scoring a continuous set as classes would give accuracy 0 without a word.
     """
     path = Path(path)
     src = path / "SOURCE.md"
@@ -35,9 +47,15 @@ def folder_kind(path: str | Path) -> str:
         for line in src.read_text(encoding="utf-8", errors="replace").splitlines():
             text = line.strip().lstrip("-* ").lower()
             if text.startswith("kind:"):
-                words = text[5:].replace("(", " ").replace(",", " ").split()
+                words = text[5:].replace("(", " ").replace(",", " ").replace(";", " ").split()
                 if words and words[0] in _SOURCE_KINDS:
                     return _SOURCE_KINDS[words[0]]
+                if words:
+                    warnings.warn(
+                        f"{src}: kind {words[0]!r} is not one crowdlearn knows "
+                        f"({', '.join(sorted(set(_SOURCE_KINDS.values())))}); the kind is taken "
+                        "from the folder's files (pass --kind to say it)", stacklevel=2)
+                break
     if (path / "pairs.csv").exists():
         return "pairwise"
     if (path / "similarity.csv").exists():
