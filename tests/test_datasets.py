@@ -111,3 +111,22 @@ def test_an_unknown_kind_word_warns_and_leaves_it_to_the_files(tmp_path):
     # a continuous folder is no categorical benchmark set whatever the word for it
     (folder / "SOURCE.md").write_text("# tiny\n\n- kind: regression\n")
     assert categorical_datasets(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind_line", ["- kind: classification", "- kind: numeric"])
+def test_a_folder_truth_may_name_its_column_gold_or_label_as_aggregate_reads_it(tmp_path, kind_line):
+    folder = _write_folder(tmp_path)
+    (folder / "SOURCE.md").write_text(f"# tiny\n\n{kind_line}\n")
+    if "numeric" in kind_line:
+        pd.DataFrame({"task": ["t1", "t1", "t2"], "worker": ["a", "b", "a"], "label": [1.0, 2.0, 3.0]}).to_csv(
+            folder / "labels.csv", index=False)
+        pd.DataFrame({"task": ["t1", "t2"], "gold": [1.5, 3.0]}).to_csv(folder / "truth.csv", index=False)
+        data = datasets.load(str(folder))
+        assert dict(zip(data.tasks, data.truth)) == {"t1": 1.5, "t2": 3.0}
+    else:
+        pd.DataFrame({"task": ["t1", "t2", "t3"], "label": ["x", "y", "y"]}).to_csv(folder / "truth.csv", index=False)
+        data = datasets.load(str(folder))
+        assert list(data.classes.take(data.truth[:3])) == ["x", "y", "y"]
+    pd.DataFrame({"task": ["t1"], "answer": ["x"]}).to_csv(folder / "truth.csv", index=False)
+    with pytest.raises(ValueError, match=r"truth\.csv: expected .*gold.*'answer'"):
+        datasets.load(str(folder))

@@ -63,6 +63,21 @@ def folder_kind(path: str | Path) -> str:
     return "classification"
 
 
+#: the gold value column of a truth file, in order of preference (``truth`` in the shared
+#: format; ``aggregate --gold`` reads the same names)
+GOLD_COLUMNS = ("truth", "gold", "label")
+
+
+def gold_column(columns, file: str | Path) -> str:
+    """The first of :data:`GOLD_COLUMNS` among ``columns``, or one error naming ``file`` and
+    the columns it has."""
+    found = next((c for c in GOLD_COLUMNS if c in columns), None)
+    if found is None:
+        raise ValueError(f"{file}: expected a gold column named {', '.join(GOLD_COLUMNS)} beside the task "
+                         f"column; the file has columns {list(columns)}")
+    return found
+
+
 def load_folder(path: str | Path, with_features: bool = False):
     """Load a dataset folder in the common format into its kind's answer table.
 
@@ -82,8 +97,8 @@ def load_folder(path: str | Path, with_features: bool = False):
     for name in ("truth.csv", "truth.csv.gz"):
         if (path / name).exists():
             truth_file = path / name
-            t = read_table(truth_file, columns=("task", "truth"), fmt="csv")
-            truth = t.set_index("task")["truth"]
+            t = read_table(truth_file, columns=("task",), fmt="csv")
+            truth = t.set_index("task")[gold_column(t.columns, truth_file)]
             break
     features = None
     if with_features and (path / "features.npy").exists() and (path / "tasks.csv").exists():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.io import folder_kind, load_folder, read_table
+from ..core.io import GOLD_COLUMNS, folder_kind, load_folder, read_table
 from ..core.tables import naming_file
 
 __all__ = ["load", "list", "list_datasets", "available", "shared_root", "load_folder", "folder_kind",
@@ -185,7 +185,7 @@ def _folder_truth(path: Path, kind: str, group: str | None = None):
         return None
     columns = builtins.list(read_table(file, fmt="csv").columns)  # (list is list_datasets here)
     unit = next((c for c in ("task", "item") if c in columns), None)
-    values = ("score", "truth") if kind == "pairwise" else ("truth",)
+    values = ("score", "truth") if kind == "pairwise" else GOLD_COLUMNS
     value = next((c for c in values if c in columns), None)
     if unit is None or value is None:
         raise ValueError(f"{file}: expected a task (or item) column and a {' or '.join(values)} "
