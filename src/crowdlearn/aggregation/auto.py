@@ -426,8 +426,8 @@ class AutoAggregator(BaseAggregator):
         least two folds; None: every fold).  Each fold still trains on all the answers
         outside it; only the number of scored answers falls, and 50,000 answers measure a
         mean log-likelihood per answer to about 0.005 nats (its spread per answer is about
-        1).  Below 50,000 answers in all every fold is fitted; on a subsample of 10^5, three
-        of five.  A speed setting: the fold fits of the confusion-matrix candidates cost
+        1).  When the folds withhold fewer answers than that in all, every fold is fitted;
+        on a subsample of 10^5 answers, three of five.  A speed setting: the fold fits of the confusion-matrix candidates cost
         O(workers x K^2) per EM iteration however few answers each worker has there.
     random_state : int
         Seed of the folds and of every candidate.  The folds are drawn over the answers in
