@@ -171,6 +171,8 @@ def test_folds_are_fitted_until_max_withheld_answers_are_scored():
     est = AutoAggregator(candidates=["ds", "mv"], combine="select", max_withheld=1500).fit(data)
     assert est.scores_.attrs["folds"] == 2 and len(est.labels_) == data.n_tasks
     assert "2 of the 5 folds" in est.reason_
+    stacked = AutoAggregator(candidates=["ds", "mv"], max_withheld=1500).fit(data)
+    assert f"{scored[1500]} withheld answers of 2 of the 5 folds" in stacked.reason_
     with pytest.raises(ValueError, match="max_withheld"):
         AutoAggregator(max_withheld=0).fit(data)
 

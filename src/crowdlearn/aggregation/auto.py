@@ -557,6 +557,8 @@ class AutoAggregator(BaseAggregator):
                 f"the withheld answers: {used}"
                 + (f"; left out, no better than each worker's answer rate alone: {', '.join(left_out)}"
                    if left_out else "")
+                + (f" ({len(pred)} withheld answers of {scores.attrs['folds']} of the {self.n_folds} folds)"
+                   if scores.attrs.get("folds", self.n_folds) < self.n_folds else "")
             )
         else:
             pick = self._select(scores, informative, names)
