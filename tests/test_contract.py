@@ -395,3 +395,44 @@ def test_a_fit_that_collapses_onto_one_class_warns():
         Outer().fit(data)
     assert [str(w.message).split(":")[0] for w in seen if issubclass(w.category, CollapseWarning)] == ["Outer"]
     assert all(w.filename == __file__ for w in seen)
+
+
+def _three_class_crowd():
+    rows = [(f"t{t}", f"w{w}", "abc"[(t + (w == 0)) % 3]) for t in range(12) for w in range(3)]
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
+@pytest.mark.parametrize("gold, error, words", [
+    # integer codes per task: one outside the class axis used to raise an IndexError in the E-step
+    (np.full(12, 7), ValueError, "outside [-1, 2]"),
+    # a positional list matches no task id: it used to be dropped whole, silently
+    (["a"] * 12, ValueError, "none of the 12 gold task(s)"),
+    ({"x1": "a", "x2": "b"}, ValueError, "gold must be keyed by task id"),
+    # a frame used to fail inside pandas' Series constructor
+    (pd.DataFrame({"task": ["t0"], "label": ["a"]}), TypeError, "got a DataFrame"),
+])
+def test_fit_refuses_gold_it_cannot_use(gold, error, words):
+    with pytest.raises(error, match=words.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        cl.DawidSkene().fit(_three_class_crowd(), gold=gold)
+
+
+def test_fit_gold_partly_unknown_and_empty_still_fit():
+    df = _three_class_crowd()
+    ds = cl.DawidSkene().fit(df, gold={"t0": "c", "elsewhere": "a"})  # unknown tasks: ignored
+    assert ds.labels_["t0"] == "c"
+    assert len(cl.DawidSkene().fit(df, gold={}).labels_) == 12  # empty gold: no gold
+
+
+def test_fit_init_frame_missing_rows_or_columns_named():
+    df = _three_class_crowd()
+    tasks = [f"t{t}" for t in range(12)]
+    partial = pd.DataFrame(1.0, index=tasks[:2], columns=list("abc"))
+    with pytest.raises(ValueError, match=r"init has no row for task '.*' \(10 task"):
+        cl.DawidSkene().fit(df, init=partial)
+    with pytest.raises(ValueError, match="init has no column for class 'c'"):
+        cl.DawidSkene().fit(df, init=pd.DataFrame(1.0, index=tasks, columns=list("ab")))
+    # rows in another order are matched by task id
+    init = pd.DataFrame(np.eye(3)[np.arange(12) % 3], index=tasks, columns=list("abc"))
+    a = cl.DawidSkene().fit(df, init=init.iloc[::-1]).probas_
+    b = cl.DawidSkene().fit(df, init=init.sort_index().to_numpy()).probas_  # the answers' task order
+    pd.testing.assert_frame_equal(a, b)

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels, positions_by_value
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
@@ -235,18 +235,53 @@ def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | 
 
 
 def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
+    """Gold as int32 class codes per task (-1 unknown), or None when it names no class.
+
+    An integer array of shape ``(n_tasks,)`` is taken as class codes already (composite
+    methods hand their gold on this way), so its values must be codes: an out-of-range one
+    would otherwise index past the class axis deep inside a fit.  Gold that names tasks but
+    none of the answers' tasks is refused: it would be dropped whole, and the fit would run
+    as if no gold had been given (typically ids of another type, or a positional list).
+    """
     if gold is None:
         return None
     if isinstance(gold, np.ndarray) and gold.dtype.kind in "iu" and gold.shape == (data.n_tasks,):
-        codes = gold.astype(np.int32)
-    else:
-        codes = data.encode_gold(gold)
-    return codes if np.any(codes >= 0) else None
+        bad = (gold < -1) | (gold >= data.n_classes)
+        if np.any(bad):
+            raise ValueError(
+                f"gold given as class codes holds {int(gold[bad][0])}, outside [-1, {data.n_classes - 1}] "
+                f"(codes of the classes {list(data.classes)[:10]}); pass a Series task -> class instead"
+            )
+        return gold.astype(np.int32) if np.any(gold >= 0) else None
+    if isinstance(gold, pd.DataFrame):
+        raise TypeError(
+            "gold must be a Series or mapping task -> class, got a DataFrame; "
+            "pass e.g. frame.set_index('task')['label']"
+        )
+    codes = data.encode_gold(gold)
+    if not np.any(codes >= 0):
+        named = pd.Series(gold).dropna()
+        if len(named):
+            raise ValueError(
+                f"none of the {len(named)} gold task(s) (e.g. {named.index[0]!r}) is among the "
+                f"answers' tasks (e.g. {data.tasks[0]!r}); gold must be keyed by task id"
+            )
+        return None
+    return codes
 
 
 def _encode_init(data: CrowdLabels, init: Any) -> np.ndarray:
     if isinstance(init, pd.DataFrame):
-        init = init.reindex(index=data.tasks, columns=data.classes).to_numpy(dtype=float)
+        # matched by value like gold (ids read from text vs numbers), and a missing row or
+        # column named: reindexing would only show it as NaN cells
+        at = {}
+        for axis, want, have in (("task", data.tasks, init.index), ("class", data.classes, init.columns)):
+            at[axis] = positions_by_value(have, want, f"init's {axis}s")
+            if np.any(at[axis] < 0):
+                absent = want[at[axis] < 0]
+                raise ValueError(f"init has no {'row' if axis == 'task' else 'column'} for {axis} "
+                                 f"{absent[0]!r} ({len(absent)} {axis}(s) missing)")
+        init = init.to_numpy(dtype=float)[np.ix_(at["task"], at["class"])]
     init = np.asarray(init, dtype=np.float64)
     if init.shape != (data.n_tasks, data.n_classes):
         raise ValueError(
