@@ -226,3 +226,24 @@ def test_cli_group_cells_are_read_as_ids_are(tmp_path, capsys):
     assert main(["aggregate", str(src), "--method", "mv", "--group-col", "grp"]) == 2
     err = capsys.readouterr().err
     assert err == f"crowdlearn: error: {src}: column 'grp': groups: task 'p' has more than one group: 'a' and 'b'\n"
+
+
+def test_empty_truth_or_groups_get_a_result_or_one_clear_error():
+    # an empty Series used to raise an IndexError while being aligned on the tasks
+    pred = pd.Series([0, 1, 1], index=["a", "b", "c"])
+    groups = pd.Series(["x", "y", "y"], index=pred.index)
+    report = group_report(pred, pd.Series(dtype=float), groups)
+    assert list(report["tasks"]) == [1, 2] and (report["gold"] == 0).all()
+    with pytest.raises(ValueError, match="no group for task 'a' \\(3 task"):
+        group_report(pred, None, pd.Series(dtype=object))
+    answers = pd.DataFrame({"task": ["a", "b", "c"], "worker": ["w"] * 3, "label": [0, 1, 1]})
+    for reference in (pd.Series(dtype=float), pd.Series({"elsewhere": 1})):
+        with pytest.raises(ValueError, match="reference has no label for any of the 3 answered"):
+            worker_bias_table(answers, reference, groups)
+
+
+def test_fair_thresholds_refuses_nan_posteriors():
+    # a NaN posterior used to be labelled negative silently
+    probas = pd.DataFrame({0: [np.nan, 0.5, 0.2], 1: [np.nan, 0.5, 0.8]}, index=["a", "b", "c"])
+    with pytest.raises(ValueError, match="no finite P\\(1\\) for task 'a'"):
+        fair_thresholds(probas, pd.Series(["x", "y", "y"], index=probas.index))

@@ -68,6 +68,11 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
                          f"got columns {list(probas.columns)}")
     positive, negative = probas.columns[is_positive][0], probas.columns[~is_positive][0]
     p = probas[positive].to_numpy(float)
+    if not np.all(np.isfinite(p)):
+        # a NaN compares False with every threshold: its task would be labelled negative
+        # without any evidence, and counted in its group's rates
+        bad = probas.index[~np.isfinite(p)]
+        raise ValueError(f"probas has no finite P({positive!r}) for task {bad[0]!r} ({len(bad)} task(s))")
     g = task_groups(groups, probas.index).to_numpy()
     overall = float((p > 0.5).mean())
     out = p > 0.5

@@ -44,8 +44,7 @@ def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series
             raise ValueError(f"{what}: task {dup!r} is given more than once (group {two[0]!r})")
         raise ValueError(f"{what}: task {dup!r} has more than one group: {two[0]!r} and {two[1]!r}")
     at = positions_by_value(g.index, tasks, what)  # by value when the ids' types differ
-    out = pd.Series(np.where(at >= 0, g.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan), index=tasks,
-                    name=g.name).infer_objects()
+    out = pd.Series(_take_or_nan(g.to_numpy(dtype=object), at), index=tasks, name=g.name).infer_objects()
     if out.isna().any():
         missing = tasks[out.isna().to_numpy()]
         raise ValueError(f"{what}: no group for task {missing[0]!r} ({len(missing)} task(s) without one)")
@@ -67,7 +66,19 @@ def _aligned(values: Any, tasks: pd.Index, what: str) -> np.ndarray:
     if values.index.has_duplicates:
         raise ValueError(f"{what}: task {values.index[values.index.duplicated()][0]!r} appears more than once")
     at = positions_by_value(values.index, tasks, what)
-    return np.where(at >= 0, values.to_numpy(dtype=object)[np.maximum(at, 0)], np.nan)
+    return _take_or_nan(values.to_numpy(dtype=object), at)
+
+
+def _take_or_nan(values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``values[at]`` as objects, NaN where ``at`` is -1.
+
+    Only the found positions are indexed: ``values`` may be empty (an empty truth or group
+    Series), where any take, even one masked afterwards, would raise an IndexError.
+    """
+    out = np.full(len(at), np.nan, dtype=object)
+    found = at >= 0
+    out[found] = values[at[found]]
+    return out
 
 
 def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, positive: Any = 1) -> pd.DataFrame:
@@ -147,6 +158,9 @@ def worker_bias_table(labels: Any, reference: pd.Series, groups: Any, positive: 
     data = as_crowd_labels(labels)
     g = task_groups(groups, data.tasks)
     ref = _aligned(reference, data.tasks, "reference")
+    if not pd.notna(ref).any():  # no answer could be compared: the table would have no row
+        raise ValueError(f"reference has no label for any of the {data.n_tasks} answered task(s) "
+                         f"(e.g. {data.tasks[0]!r}); it must be keyed by task id")
     frame = pd.DataFrame({
         "worker": data.workers.take(data.worker),
         "group": g.to_numpy()[data.task],
