@@ -279,3 +279,11 @@ def test_knowledge_gradient_is_exactly_zero_when_no_answer_can_flip_the_decision
     assert (expected_accuracy_gain(post, per_task) == 0).all()
     flip = np.array([[0.55, 0.45]])
     assert expected_accuracy_gain(flip, conf)[0] == pytest.approx(0.45 * 0.7 - 0.55 * 0.2)
+
+
+@pytest.mark.parametrize("k", [None, "2", float("nan"), float("inf"), 1.5])
+def test_suggest_refuses_a_k_that_is_not_a_count(k):
+    # None used to raise int()'s TypeError and inf an OverflowError, neither naming k
+    data = simulate.dawid_skene(20, 4, 2, labels_per_task=2, seed=0)
+    with pytest.raises(ValueError, match="k must be a non-negative integer"):
+        ActiveLoop().observe(data).suggest(k)

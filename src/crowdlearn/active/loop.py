@@ -136,7 +136,10 @@ class ActiveLoop:
         DataFrame with columns ``task``, ``worker`` (None when no workers were given) and
         ``score`` (the task score).  Fewer than ``k`` rows when there are fewer candidates.
         """
-        if int(k) != k or k < 0:
+        # a non-number (None) or a non-finite one must get this message too, not the
+        # TypeError / OverflowError of int()
+        if not isinstance(k, (int, float, np.integer, np.floating)) or not np.isfinite(k) \
+                or int(k) != k or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
         est, data = self.estimator_, self.answers_
         cand = pd.Index(data.tasks if tasks is None else list(tasks))
