@@ -298,3 +298,14 @@ def test_mmlc_held_out_answers_early_stopping():
     assert not hasattr(m, "probas_")  # a model of the answers, not of the truth
     with pytest.raises(ValueError, match="patience"):
         MMLC(patience=0).fit(data)
+
+
+def test_predict_worker_unknown_worker_is_one_clear_error():
+    # an unseen worker used to raise a bare KeyError from the projections' .loc
+    frame = pd.DataFrame({"task": ["a", "a", "b", "b"], "worker": ["w0", "w1", "w0", "w1"],
+                          "label": ["x", "x", "y", "x"]})
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    m = MMLC(epochs=2).fit(X, CrowdLabels.from_frame(frame))
+    assert m.predict_worker(X, "w0").shape == (2,)
+    with pytest.raises(ValueError, match="worker 'zz' was not seen during fit"):
+        m.predict_worker(X, "zz")

@@ -374,5 +374,15 @@ class MMLC(CrowdClassifier):
         return out
 
     def predict_worker(self, X, worker) -> np.ndarray:
-        """Class codes ``worker`` is predicted to answer on the rows of ``X``."""
+        """Class codes ``worker`` is predicted to answer on the rows of ``X``.
+
+        Raises
+        ------
+        ValueError
+            When ``worker`` was not seen during fit (it has no fitted projection).
+        """
+        check_fitted(self)
+        if worker not in self.worker_projections_.index:
+            raise ValueError(f"worker {worker!r} was not seen during fit, so it has no projection; "
+                             "pass predict_proba(X, projection) a projection vector instead")
         return self.predict_proba(X, self.worker_projections_.loc[worker].to_numpy()).argmax(1)
