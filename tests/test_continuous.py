@@ -189,6 +189,9 @@ def test_worker_models_beat_the_mean_with_spammers(name):
     est = cl.get_method(name)().fit(data)
     assert mae(est, data) < 0.9 * mae(Mean().fit(data), data)
     noise = est.worker_noise_.to_numpy()
+    # a spammer's answers do not follow the truth: whatever else the model says of it, the
+    # residual noise it leaves is larger than a diligent worker's
+    assert np.median(noise[planted.spammer]) > np.median(noise[~planted.spammer])
     if name != "catd":  # CATD has no scale: spammers show up as noise, not as scale 0
         assert np.abs(est.worker_scale_[planted.spammer]).max() < 0.3
 

@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import crowdlearn as cl
 from crowdlearn import datasets
 from crowdlearn.cli import main
 from conftest import SHARED_DATA, skip_missing

@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crowdlearn import CrowdLabels
 from crowdlearn.fairness import (
     disparities,
     fair_thresholds,
