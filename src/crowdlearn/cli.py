@@ -129,10 +129,12 @@ def _make_estimator(name: str, kind: str, seed: int | None, params: dict):
     return est
 
 
-def _read_gold(path, unit_col: str, value_cols=("truth", "gold", "label")):
-    """A gold file ``unit,truth`` as a Series unit -> truth value."""
-    from .core.io import read_table
+def _read_gold(path, unit_col: str, value_cols=None):
+    """A gold file ``unit,truth`` as a Series unit -> truth value; the value column is the
+    first of ``value_cols`` (default :data:`crowdlearn.core.io.GOLD_COLUMNS`) it has."""
+    from .core.io import GOLD_COLUMNS, read_table
 
+    value_cols = GOLD_COLUMNS if value_cols is None else value_cols
     gdf = read_table(path)
     tcol = unit_col if unit_col in gdf.columns else gdf.columns[0]
     vcol = next((c for c in value_cols if c in gdf.columns and c != tcol), None)
@@ -148,7 +150,9 @@ def _read_label_gold(path, cols):
     note on gold tasks without answers compares the same ids."""
     from .core.data import strip_text
 
-    return strip_text(_read_gold(path, cols[0], ("truth", "gold", "label", cols[2])), index=True)
+    from .core.io import GOLD_COLUMNS
+
+    return strip_text(_read_gold(path, cols[0], (*GOLD_COLUMNS, cols[2])), index=True)
 
 
 def _ids_like(values, ids) -> list:
@@ -513,6 +517,13 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     return 0
 
 
+def _text_classes(data) -> list:
+    """The classes of ordinal answers that are not numbers (and so have no order of their own)."""
+    from .ordinal.base import numeric_classes
+
+    return [c for c in data.classes if not numeric_classes([c])]
+
+
 def _check_ordinal_labels(args, data, labels, first_line) -> None:
     """Ordinal labels without a stated order must be numbers: text labels (low, mid, high)
     would otherwise be ranked alphabetically.  The error names the first such label and,
@@ -520,9 +531,8 @@ def _check_ordinal_labels(args, data, labels, first_line) -> None:
     import numpy as np
 
     from .core.data import row_list
-    from .ordinal.base import numeric_classes
 
-    text = [c for c in data.classes if not numeric_classes([c])]
+    text = _text_classes(data)
     if not text:
         return
     where = f"{args.input}: "
@@ -681,9 +691,7 @@ def _check_benchmark_ordinal(folder, data) -> None:
     grades (low, mid, high) would be ranked alphabetically, so MAE and kappa would score a
     wrong order without a word (``aggregate`` refuses them the same way, where ``--classes``
     can give the order)."""
-    from .ordinal.base import numeric_classes
-
-    text = [c for c in data.classes if not numeric_classes([c])]
+    text = _text_classes(data)
     if text:
         raise UsageError(f"{folder}: ordinal label {text[0]!r} is not a number, so the labels have "
                          "no order to score MAE and kappa by; write them as numbers from lowest "

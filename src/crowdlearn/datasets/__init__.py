@@ -77,15 +77,16 @@ def describe(folder: str | Path) -> dict:
 
         shape = np.load(folder / "features.npy", mmap_mode="r").shape
         features = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    kind = folder_kind(folder)  # once: it reads SOURCE.md and may warn about its kind line
     return {
         "name": folder.name,
-        "kind": folder_kind(folder),
+        "kind": kind,
         "answers": _first_int(r"^- (?:crowd answers|comparisons)[^:]*:\s*([\d,]+)", text),
         "tasks": _first_int(r"^- tasks with at least one answer:\s*([\d,]+)", text)
         if "tasks with at least one answer" in text else _first_int(r"items[^:]*:\s*([\d,]+)", text),
         "workers": _first_int(r"^- workers:\s*([\d,]+)", text),
         "classes": _first_int(r"^- label values seen in answers \((\d+)\)", text)
-        if folder_kind(folder) in ("classification", "ordinal") else float("nan"),
+        if kind in ("classification", "ordinal") else float("nan"),
         "gold": _first_int(r"^- (?:tasks with ground truth|.*rows of truth\.csv)[^:]*:\s*([\d,]+)", text),
         "features": features,
         "description": title,
