@@ -401,6 +401,42 @@ def test_benchmark_one_table_per_kind(capsys):
     assert 0.5 < tau <= 1.0
 
 
+def test_benchmark_reads_a_folders_features_for_mmlc(tmp_path, capsys):
+    """A folder with features.npy + tasks.csv gives MMLC its features (it said "needs
+    features" on every shared folder); only the answered tasks are scored, though tasks.csv
+    also lists a test split; features that miss an answered task are reported, not guessed."""
+    import numpy as np
+
+    from crowdlearn.simulate import annotate, class_features
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=260)
+    X, _ = class_features(y, 3, n_features=5, separation=4.0, seed=1)
+    conf = np.stack([np.full((3, 3), 0.15) + np.eye(3) * 0.55 for _ in range(8)])
+    labels, _ = annotate(y[:200], conf, labels_per_task=3, seed=2)
+    folder = tmp_path / "feat"
+    folder.mkdir()
+    frame = labels.to_frame()
+    frame.assign(task="t" + frame["task"].astype(str)).to_csv(folder / "labels.csv", index=False)
+    # 60 more tasks (a test split) with features and gold but no answers
+    pd.DataFrame({"task": [f"t{i}" for i in range(260)], "truth": y}).to_csv(folder / "truth.csv", index=False)
+    order = rng.permutation(260)
+    pd.DataFrame({"task": [f"t{i}" for i in order]}).to_csv(folder / "tasks.csv", index=False)
+    np.save(folder / "features.npy", X[order])
+    code, out, err = run(["benchmark", str(folder), "--methods", "mv,mmlc-owf"], capsys)
+    assert code == 0, err
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
+    assert 0.8 < float(rows["mmlc-owf"][1]) <= 1.0 and 0.7 < float(rows["mv"][1]) <= 1.0
+    assert "200 gold tasks" in out
+    # an answered task without a feature row: MMLC is skipped, with the reason on stderr
+    keep = [i for i in range(260) if order[i] != 7]
+    pd.DataFrame({"task": [f"t{order[i]}" for i in keep]}).to_csv(folder / "tasks.csv", index=False)
+    np.save(folder / "features.npy", X[order[keep]])
+    code, out, err = run(["benchmark", str(folder), "--methods", "mv,mmlc-owf"], capsys)
+    assert code == 0 and "mmlc-owf needs features" in " ".join(out.split())
+    assert "no row for 1 answered task(s) (e.g. 't7')" in err
+
+
 def test_aggregate_platform_export(tmp_path, capsys):
     """--format reads a platform export (here a Toloka results TSV, rejected assignments
     dropped, control tasks' GOLDEN column as gold) and aggregates it like a long table."""

@@ -50,6 +50,10 @@ def test_a_folder_of_the_root_is_listed_and_loaded(tmp_path, capsys):
     assert dict(data.truth_series()) == {"t1": "x", "t2": "y", "t3": "y", "t4": "x"}
     np.testing.assert_array_equal(data.features[list(data.tasks).index("t2")], [3, 4, 5])
     assert datasets.load("tiny_crowd", root=tmp_path).features is None
+    # features.npy and tasks.csv of different lengths: one error naming both
+    np.save(tmp_path / "tiny_crowd" / "features.npy", np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="features.npy has 3 rows but tasks.csv lists 4 tasks"):
+        datasets.load("tiny_crowd", root=tmp_path, with_features=True)
     assert main(["datasets", "--root", str(tmp_path), "--sources"]) == 0
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if l.startswith("tiny_crowd"))

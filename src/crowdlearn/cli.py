@@ -699,6 +699,43 @@ def _check_benchmark_ordinal(folder, data) -> None:
                          "CrowdLabels.from_frame(..., classes=[lowest, ..., highest])")
 
 
+def _wants_features(asked) -> bool:
+    """Whether a classification benchmark of ``asked`` (None: every method) runs a method
+    that needs item features (MMLC)."""
+    from .core.base import get_tags
+    from .registry import get_method, method_kinds
+
+    names = asked if asked is not None else [n for n, k in method_kinds().items() if k == "classification"]
+    return any(method_kinds()[n] == "classification" and get_tags(get_method(n)).requires_features
+               for n in names)
+
+
+def _with_folder_features(folder, data):
+    """``data`` with the folder's ``features.npy`` attached for its answered tasks.
+
+    Only the answered tasks: the gold of tasks without answers (a folder's test split) would
+    otherwise count against every truth-inference method.  A folder whose features miss an
+    answered task keeps none, and says so, so that the methods needing them report it.
+    """
+    from .core.io import read_features
+
+    features = read_features(folder)
+    if features is None:
+        return data
+    import pandas as pd
+
+    from .core.data import strip_text
+
+    features.index = pd.Index(_ids_like(strip_text(features.index), data.tasks))
+    features = features[~features.index.duplicated()]
+    missing = data.tasks[~data.tasks.isin(features.index)]
+    if len(missing):
+        print(f"{folder}: features.npy has no row for {len(missing)} answered task(s) "
+              f"(e.g. {missing[0]!r}); methods that need features are skipped", file=sys.stderr)
+        return data
+    return data.with_features(features.loc[data.tasks].to_numpy())
+
+
 def _cmd_benchmark(args) -> int:
     """One table per answer kind among the folders: accuracy for class labels, the kind's
     metrics against gold for the others."""
@@ -706,19 +743,21 @@ def _cmd_benchmark(args) -> int:
     from .core.io import folder_kind
     from .datasets import load
 
-    by_kind: dict[str, dict] = {}
-    for folder, name in _dataset_names(args.folders).items():
-        kind = args.kind or folder_kind(folder)
-        data = load(folder, kind=kind)
-        if kind == "ordinal":
-            _check_benchmark_ordinal(folder, data)
-        by_kind.setdefault(kind, {})[name] = data
     from .registry import method_kinds
 
     asked = args.methods.split(",") if args.methods else None
     unknown = [m for m in asked or [] if m not in method_kinds()]
     if unknown:
         raise UsageError(f"unknown method(s) {unknown}; see 'crowdlearn methods'")
+    by_kind: dict[str, dict] = {}
+    for folder, name in _dataset_names(args.folders).items():
+        kind = args.kind or folder_kind(folder)
+        data = load(folder, kind=kind)
+        if kind == "ordinal":
+            _check_benchmark_ordinal(folder, data)
+        if kind == "classification" and _wants_features(asked):
+            data = _with_folder_features(folder, data)
+        by_kind.setdefault(kind, {})[name] = data
     for kind, datasets in by_kind.items():
         if len(by_kind) > 1:
             print(f"== {kind}")

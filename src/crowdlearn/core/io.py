@@ -15,7 +15,7 @@ import pandas as pd
 from .data import CrowdLabels
 from .tables import detect_format, naming_file, read_table, write_table
 
-__all__ = ["read_table", "write_table", "detect_format", "load_folder", "folder_kind"]
+__all__ = ["read_table", "write_table", "detect_format", "load_folder", "read_features", "folder_kind"]
 
 #: SOURCE.md's ``kind:`` words -> the registry's answer kinds
 #: the first word of a SOURCE.md ``- kind:`` line -> answer kind (the shared folders write
@@ -78,6 +78,25 @@ def gold_column(columns, file: str | Path) -> str:
     return found
 
 
+def read_features(path: str | Path) -> pd.DataFrame | None:
+    """A folder's item features: ``features.npy`` rows keyed by the task ids of ``tasks.csv``.
+
+    None when the folder lacks either file.  ``tasks.csv``'s ``task`` column (else its first)
+    gives the row order; a task listed twice keeps its first row.
+    """
+    path = Path(path)
+    if not ((path / "features.npy").exists() and (path / "tasks.csv").exists()):
+        return None
+    order = read_table(path / "tasks.csv", fmt="csv")
+    col = "task" if "task" in order.columns else order.columns[0]
+    values = np.load(path / "features.npy")
+    if len(values) != len(order):
+        raise ValueError(f"{path}: features.npy has {len(values)} rows but tasks.csv lists "
+                         f"{len(order)} tasks; row i of features.npy is the task on line i+2 of tasks.csv")
+    features = pd.DataFrame(values.reshape(len(values), -1), index=order[col].to_numpy())
+    return features[~features.index.duplicated()]
+
+
 def load_folder(path: str | Path, with_features: bool = False):
     """Load a dataset folder in the common format into its kind's answer table.
 
@@ -100,12 +119,7 @@ def load_folder(path: str | Path, with_features: bool = False):
             t = read_table(truth_file, columns=("task",), fmt="csv")
             truth = t.set_index("task")[gold_column(t.columns, truth_file)]
             break
-    features = None
-    if with_features and (path / "features.npy").exists() and (path / "tasks.csv").exists():
-        order = read_table(path / "tasks.csv", fmt="csv")
-        col = "task" if "task" in order.columns else order.columns[0]
-        features = pd.DataFrame(np.load(path / "features.npy"), index=order[col].to_numpy())
-        features = features[~features.index.duplicated()]
+    features = read_features(path) if with_features else None
     with naming_file(labels_file, truth_file):  # errors name labels.csv and its lines
         if features is not None:
             # tasks with features but no answers stay (end-to-end learning can use them)
