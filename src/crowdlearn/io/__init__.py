@@ -37,8 +37,9 @@ Rules shared by all readers:
 - the tabular formats (toloka, mturk, crowdflower, cleanlab) are read from a DataFrame too
   (toloka-kit's ``get_assignments_df``, cleanlab's matrix); messages then name rows by
   position (``row position 3``).
-- exports holding numbers (ratings) or pairs (A/B choices) are read as class labels for
-  now.
+- exports holding numbers (ratings, scores) give ``ContinuousAnswers`` with
+  ``kind="continuous"``; other kinds (pairs of A/B choices, multi-label tags) build their
+  tables from :func:`read_export_frame`'s text frame.
 
 The table readers of :mod:`crowdlearn.core.io` (``load_folder``, ``read_table``,
 ``write_table``, ``detect_format``) are available here too.
