@@ -10,6 +10,7 @@ import pytest
 from scipy.special import digamma, gammaln, logsumexp
 
 from crowdlearn import CrowdLabels, simulate
+from crowdlearn.aggregation.base import GoldCodes
 from crowdlearn.aggregation.bayesian import BayesianDawidSkene
 from crowdlearn.core.stats import dirichlet_kl
 from crowdlearn.registry import get_method
@@ -113,7 +114,7 @@ def test_elbo_never_decreases(case):
     if case == "gold":
         gold = np.full(data.n_tasks, -1, np.int32)
         gold[:100] = data.truth[:100]
-        kwargs["gold"] = gold
+        kwargs["gold"] = GoldCodes(gold)
     if case == "init":
         kwargs["init"] = np.random.default_rng(0).dirichlet(np.ones(data.n_classes), data.n_tasks)
     bds = BayesianDawidSkene(max_iter=60, tol=0).fit(data, **kwargs)

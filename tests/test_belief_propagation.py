@@ -10,6 +10,7 @@ from scipy.special import betaln, logsumexp
 
 from crowdlearn import CrowdLabels, simulate
 from crowdlearn.aggregation import belief_propagation as bpm
+from crowdlearn.aggregation.base import GoldCodes
 from crowdlearn.aggregation.belief_propagation import BeliefPropagation, MeanField
 from crowdlearn.core import kernels
 from crowdlearn.registry import get_method
@@ -303,13 +304,13 @@ def test_gold_tasks_inform_the_workers():
     gold[:300] = data.truth[:300]
     for cls in (BeliefPropagation, MeanField):
         plain = cls().fit(data)
-        with_gold = cls().fit(data, gold=gold)
+        with_gold = cls().fit(data, gold=GoldCodes(gold))
         np.testing.assert_array_equal(with_gold.label_codes_[:300], data.truth[:300])
         rest = slice(300, None)
         assert np.mean(with_gold.label_codes_[rest] == data.truth[rest]) >= np.mean(
             plain.label_codes_[rest] == data.truth[rest]
         )
-    mf = MeanField(tol=0, max_iter=40).fit(data, gold=gold)
+    mf = MeanField(tol=0, max_iter=40).fit(data, gold=GoldCodes(gold))
     assert np.all(np.diff(mf.history_) >= -1e-9)
 
 

@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 
 import crowdlearn as cl
 from crowdlearn import simulate
-from crowdlearn.aggregation.base import SEALED, BaseAggregator, CollapseWarning
+from crowdlearn.aggregation.base import SEALED, BaseAggregator, CollapseWarning, GoldCodes
 from crowdlearn.cli import main
 from crowdlearn.core.base import (
     KINDS,
@@ -404,9 +404,14 @@ def _three_class_crowd():
 
 @pytest.mark.parametrize("gold, error, words", [
     # integer codes per task: one outside the class axis used to raise an IndexError in the E-step
-    (np.full(12, 7), ValueError, "outside [-1, 2]"),
-    # a positional list matches no task id: it used to be dropped whole, silently
-    (["a"] * 12, ValueError, "none of the 12 gold task(s)"),
+    (GoldCodes(np.full(12, 7)), ValueError, "outside [-1, 2]"),
+    (GoldCodes(np.zeros(5, int)), ValueError, "GoldCodes holds 5 codes for the 12 tasks"),
+    # plain arrays and lists name no task: an int array of the right length used to be read
+    # as class codes, and a list was keyed 0..n-1 (dropped whole here, silently before that)
+    (np.zeros(12, int), ValueError, "gold must be keyed by task id"),
+    (np.full(12, "a"), ValueError, "got an array of shape (12,), which names no task"),
+    (["a"] * 12, ValueError, "got a list of 12 value(s), which names no task"),
+    (pd.Index(["a"] * 12), ValueError, "gold must be keyed by task id"),
     ({"x1": "a", "x2": "b"}, ValueError, "gold must be keyed by task id"),
     # a frame used to fail inside pandas' Series constructor
     (pd.DataFrame({"task": ["t0"], "label": ["a"]}), TypeError, "got a DataFrame"),

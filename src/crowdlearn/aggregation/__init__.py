@@ -14,14 +14,16 @@ _CLASSES = {
     if entry.path.startswith("crowdlearn.aggregation.")
 }
 
-__all__ = sorted(_CLASSES) + ["BaseAggregator"]
+#: names of the estimator contract (:mod:`.base`): the base class, and the marker of gold
+#: given as class codes
+_BASE_NAMES = ("BaseAggregator", "GoldCodes")
+
+__all__ = sorted(_CLASSES) + list(_BASE_NAMES)
 
 
 def __getattr__(name):
-    if name == "BaseAggregator":
-        from .base import BaseAggregator
-
-        return BaseAggregator
+    if name in _BASE_NAMES:
+        return getattr(import_module(".base", __name__), name)
     if name in _CLASSES:
         return getattr(import_module(_CLASSES[name]), name)
     raise AttributeError(f"module 'crowdlearn.aggregation' has no attribute {name!r}")

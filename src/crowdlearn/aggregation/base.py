@@ -24,6 +24,7 @@ import dataclasses
 import sys
 import threading
 import warnings
+from collections.abc import Mapping, Sized
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from ..core.data import CrowdLabels, as_crowd_labels, positions_by_value
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
-__all__ = ["BaseAggregator", "ConfusionAggregator", "argmax_random_ties", "confusion_frame",
+__all__ = ["BaseAggregator", "ConfusionAggregator", "GoldCodes", "argmax_random_ties", "confusion_frame",
            "normalize_rows", "align_to_fit", "label_aggregator", "SEALED"]
 
 #: names of BaseAggregator's public methods and helpers that subclasses may not redefine
@@ -234,29 +235,91 @@ def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | 
         )
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class GoldCodes:
+    """Gold given to :meth:`BaseAggregator.fit` as class codes per task, not as class values.
+
+    ``codes[i]`` is the position in ``data.classes`` of the gold class of ``data.tasks[i]``,
+    or -1 where it is unknown: the form a fit works in, which composite methods hand on to
+    the methods they fit on the same table (a moment method to its EM stage, MMLC-df to its
+    base aggregator).  The marker is what tells codes apart from class values: a plain array
+    of classes 1..5 read as codes would shift every gold label by one class, silently, so
+    ``fit`` refuses plain arrays and reads codes only when they come wrapped in this type.
+
+    Parameters
+    ----------
+    codes : array of int, shape (n_tasks,)
+        Class codes in ``[-1, n_classes - 1]``, in the order of the answer table's tasks;
+        ``fit`` checks the length and the range against the table it is given.
+
+    Raises
+    ------
+    TypeError
+        When ``codes`` is not a one-dimensional array of integers.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> labels = pd.DataFrame({"task": ["t1", "t1", "t2", "t2"], "worker": ["a", "b", "a", "b"],
+    ...                        "label": ["no", "yes", "yes", "yes"]})
+    >>> from crowdlearn import DawidSkene
+    >>> DawidSkene().fit(labels, gold=GoldCodes(np.array([1, -1]))).labels_["t1"]  # classes: no, yes
+    'yes'
+    """
+
+    codes: np.ndarray
+
+    def __post_init__(self) -> None:
+        codes = np.asarray(self.codes)
+        if codes.ndim != 1 or codes.dtype.kind not in "iu":
+            raise TypeError(
+                f"GoldCodes takes a 1-D array of integer class codes, got {codes.ndim}-D "
+                f"{codes.dtype} values; gold of class values goes to fit as a Series task -> class"
+            )
+        object.__setattr__(self, "codes", codes)  # frozen: the one normalising assignment
+
+
 def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
     """Gold as int32 class codes per task (-1 unknown), or None when it names no class.
 
-    An integer array of shape ``(n_tasks,)`` is taken as class codes already (composite
-    methods hand their gold on this way), so its values must be codes: an out-of-range one
-    would otherwise index past the class axis deep inside a fit.  Gold that names tasks but
-    none of the answers' tasks is refused: it would be dropped whole, and the fit would run
-    as if no gold had been given (typically ids of another type, or a positional list).
+    Codes come in only as :class:`GoldCodes` (composite methods hand their gold on this way),
+    whose values are checked to be codes: an out-of-range one would otherwise index past the
+    class axis deep inside a fit.  Any other gold must be keyed by task id; a sequence is
+    refused, since whether it holds class values or codes, and in which task order, cannot
+    be told from it.  Gold that names tasks but none of the answers' tasks is refused too: it
+    would be dropped whole, and the fit would run as if no gold had been given (typically ids
+    of another type).
     """
     if gold is None:
         return None
-    if isinstance(gold, np.ndarray) and gold.dtype.kind in "iu" and gold.shape == (data.n_tasks,):
-        bad = (gold < -1) | (gold >= data.n_classes)
+    if isinstance(gold, GoldCodes):
+        codes = gold.codes
+        if codes.shape != (data.n_tasks,):
+            raise ValueError(
+                f"GoldCodes holds {codes.size} codes for the {data.n_tasks} tasks of the answers; "
+                "it needs one per task, in the order of their tasks (-1 where unknown)"
+            )
+        bad = (codes < -1) | (codes >= data.n_classes)
         if np.any(bad):
             raise ValueError(
-                f"gold given as class codes holds {int(gold[bad][0])}, outside [-1, {data.n_classes - 1}] "
+                f"gold given as class codes holds {int(codes[bad][0])}, outside [-1, {data.n_classes - 1}] "
                 f"(codes of the classes {list(data.classes)[:10]}); pass a Series task -> class instead"
             )
-        return gold.astype(np.int32) if np.any(gold >= 0) else None
+        return codes.astype(np.int32) if np.any(codes >= 0) else None
     if isinstance(gold, pd.DataFrame):
         raise TypeError(
             "gold must be a Series or mapping task -> class, got a DataFrame; "
             "pass e.g. frame.set_index('task')['label']"
+        )
+    if not isinstance(gold, (pd.Series, Mapping)):
+        # an array, list, Index, ...: pandas would key it by position 0..n-1, which matches
+        # integer task ids by value, i.e. the wrong tasks, or none
+        what = (f"an array of shape {gold.shape}" if isinstance(gold, np.ndarray)
+                else f"a {type(gold).__name__}" + (f" of {len(gold)} value(s)" if isinstance(gold, Sized) else ""))
+        raise ValueError(
+            f"gold must be keyed by task id (a pandas Series indexed by task, or a dict task -> "
+            f"class), got {what}, which names no task; class codes per task (positions in "
+            "the answers' classes, -1 unknown) go in crowdlearn.aggregation.GoldCodes"
         )
     codes = data.encode_gold(gold)
     if not np.any(codes >= 0):
@@ -335,9 +398,13 @@ class BaseAggregator(CrowdEstimator):
         labels : CrowdLabels or DataFrame (task, worker, label)
             A ``dask.dataframe.DataFrame`` is refused with a pointer to
             :func:`crowdlearn.scale.fit_dask`, which fits it on its cluster.
-        gold : Series or mapping task -> class, optional
-            Known labels.  Their tasks are clamped to the gold class; methods with a worker
-            model also learn from them.
+        gold : Series or mapping task -> class, or GoldCodes, optional
+            Known labels, keyed by task id (tasks the answers do not have are ignored).
+            Their tasks are clamped to the gold class; methods with a worker model also
+            learn from them.  A plain array or list is refused (``ValueError``): its values
+            name no task, and class values cannot be told from class codes.  Codes per task
+            (positions in the answers' classes, -1 unknown) are given as
+            :class:`GoldCodes`, the form composite methods hand on to the fits inside them.
         init : array (n_tasks, n_classes) or DataFrame, optional
             Initial posteriors for iterative methods (rows are normalised); ignored by
             closed-form methods.

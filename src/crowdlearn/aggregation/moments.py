@@ -48,7 +48,7 @@ from scipy.optimize import linear_sum_assignment
 from ..core import kernels
 from ..core.data import CrowdLabels
 from ..core.stats import TINY, confusions_from_log_table, expected_skills
-from .base import ConfusionAggregator
+from .base import ConfusionAggregator, GoldCodes
 from .dawid_skene import DawidSkene, check_table_size
 
 __all__ = [
@@ -350,7 +350,10 @@ class MomentThenEM(ConfusionAggregator):
         return self._adopt(data, ds)
 
     def _em(self, data, gold, init) -> DawidSkene:
-        """``n_em_iter`` rounds of DS EM from posteriors ``init`` (None: majority vote)."""
+        """``n_em_iter`` rounds of DS EM from posteriors ``init`` (None: majority vote).
+
+        ``gold`` is this fit's class codes of the same table, so it goes in as
+        :class:`GoldCodes`: a plain array is refused by ``fit``."""
         ds = DawidSkene(
             max_iter=self.n_em_iter,
             tol=self.tol,
@@ -359,7 +362,8 @@ class MomentThenEM(ConfusionAggregator):
             prior_alpha=self.prior_alpha,
             random_state=self.random_state,
         )
-        return ds.fit(data, gold=gold, init=init, verbose=False, callback=self._progress_relay())
+        return ds.fit(data, gold=None if gold is None else GoldCodes(gold), init=init, verbose=False,
+                      callback=self._progress_relay())
 
     def _adopt(self, data, ds: DawidSkene) -> np.ndarray:
         self.history_.extend(ds.history_)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from ..aggregation.base import BaseAggregator
+from ..aggregation.base import BaseAggregator, GoldCodes
 from ..core.base import Tags, resolve_seed
 from ..benchmarking import gold_accuracy
 from ..core.data import CrowdLabels, as_crowd_labels
@@ -209,7 +209,9 @@ class MMLCFill(BaseAggregator):
                 f"aggregator will mostly return the network's own labels (compare with "
                 f"{self.base!r} on the raw answers, or raise b)", stacklevel=2)
         self.base_ = _base_estimator(self.base, self.random_state)
-        self.base_.fit(self.filled_, gold=gold)
+        # ``filled_`` has the tasks and classes of ``data``, so this fit's gold codes are codes
+        # of ``filled_`` too; as a plain array ``fit`` would refuse them
+        self.base_.fit(self.filled_, gold=None if gold is None else GoldCodes(gold))
         # every task of ``data`` is a task of ``filled_`` (same index), so this is a plain copy
         return np.array(self.base_.probas_.reindex(index=data.tasks, columns=data.classes).to_numpy(), dtype=np.float64)
 
