@@ -421,6 +421,48 @@ def test_fit_refuses_gold_it_cannot_use(gold, error, words):
         cl.DawidSkene().fit(_three_class_crowd(), gold=gold)
 
 
+def test_int_array_gold_of_class_values_is_refused_not_read_as_codes():
+    """Classes 1..5 and task ids 0..n-1: the plain array of gold classes used to be taken as
+    codes, i.e. every gold label one class too high; now it is one error pointing at the two
+    forms fit reads (gold keyed by task id, or GoldCodes)."""
+    data = simulate.dawid_skene(60, 8, 5, labels_per_task=3, seed=1)
+    frame = data.to_frame()
+    frame["task"] = data.task.astype(int)
+    frame["label"] = data.label.astype(int) + 1
+    values = data.truth + 1
+    with pytest.raises(ValueError, match=r"gold must be keyed by task id .*GoldCodes"):
+        cl.DawidSkene().fit(frame, gold=values)
+    # the same values keyed by task id (a Series with an integer index) are read as classes
+    ds = cl.DawidSkene().fit(frame, gold=pd.Series(values[:10], index=range(10)))
+    assert list(ds.labels_.loc[range(10)]) == list(values[:10])
+
+
+@pytest.mark.parametrize("name", ["ds", "mf", "spectral-ds", "glad", "ordinal-ds"])
+def test_gold_codes_fit_as_the_same_gold_keyed_by_task(name):
+    """GoldCodes is the gold of a Series task -> class in the table's codes: the fits agree to
+    the bit, and the codes array given is left as it was."""
+    data = simulate.dawid_skene(300, 15, 3, labels_per_task=3, seed=4)
+    codes = np.full(data.n_tasks, -1)
+    codes[:40] = data.truth[:40]
+    kept = codes.copy()
+    series = pd.Series(data.classes.take(codes[:40]), index=data.tasks[:40])
+    a = get_method(name)().fit(data, gold=series)
+    b = get_method(name)().fit(data, gold=GoldCodes(codes))
+    pd.testing.assert_frame_equal(a.probas_, b.probas_, check_exact=True)
+    np.testing.assert_array_equal(codes, kept)
+
+
+def test_gold_codes_needs_integer_codes():
+    with pytest.raises(TypeError, match="1-D array of integer class codes, got 1-D float64"):
+        GoldCodes(np.array([0.0, 1.0]))
+    with pytest.raises(TypeError, match="got 2-D"):
+        GoldCodes(np.zeros((2, 2), int))
+    # no codes at all (every task -1) is no gold, as an empty Series is
+    data = _three_class_crowd()
+    pd.testing.assert_frame_equal(cl.DawidSkene().fit(data, gold=GoldCodes(np.full(12, -1))).probas_,
+                                  cl.DawidSkene().fit(data).probas_, check_exact=True)
+
+
 def test_fit_gold_partly_unknown_and_empty_still_fit():
     df = _three_class_crowd()
     ds = cl.DawidSkene().fit(df, gold={"t0": "c", "elsewhere": "a"})  # unknown tasks: ignored
