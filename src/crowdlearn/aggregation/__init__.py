@@ -14,6 +14,9 @@ _CLASSES = {
     if entry.path.startswith("crowdlearn.aggregation.")
 }
 
+#: meta-estimators that are not registered methods: they need gold labels to fit
+_CLASSES["CalibratedAggregator"] = "crowdlearn.aggregation.calibration"
+
 #: names of the estimator contract (:mod:`.base`): the base class, and the marker of gold
 #: given as class codes
 _BASE_NAMES = ("BaseAggregator", "GoldCodes")
