@@ -437,6 +437,33 @@ def test_benchmark_reads_a_folders_features_for_mmlc(tmp_path, capsys):
     assert "no row for 1 answered task(s) (e.g. 't7')" in err
 
 
+def test_aggregate_calibrate_on_gold(tmp_path, capsys):
+    """--calibrate gives the gold to the fit, calibrates the confidences on it and reports the
+    cross-fitted accuracy and calibration; it needs gold and class labels."""
+    import numpy as np
+
+    from crowdlearn.simulate import WorkerSpec, crowd
+
+    rng = np.random.default_rng(0)
+    looks_like = np.where(rng.random(800) < 0.25, rng.integers(0, 3, 800), -1)
+    data = crowd(800, 3, [WorkerSpec.instance_dependent(20, outlier_prob=0.7)], labels_per_task=5,
+                 seed=1, outlier_class=looks_like)
+    src, gold, out = tmp_path / "a.csv", tmp_path / "gold.csv", tmp_path / "out.csv"
+    data.to_frame().to_csv(src, index=False)
+    data.truth_series().iloc[:150].rename("truth").to_frame().to_csv(gold)
+    code, _, err = run(["aggregate", str(src), "--method", "ds", "--gold", str(gold), "--calibrate",
+                        "--out", str(out)], capsys)
+    assert code == 0, err
+    assert "calibrated on 150 gold tasks" in err and "cross-fitted: accuracy" in err
+    res = pd.read_csv(out)
+    code, _, _ = run(["aggregate", str(src), "--method", "ds", "--out", str(tmp_path / "raw.csv")], capsys)
+    raw = pd.read_csv(tmp_path / "raw.csv")
+    # softer than DS alone on the tasks without gold, which DS gets wrong a fifth of the time
+    assert res["confidence"].iloc[150:].mean() < raw["confidence"].iloc[150:].mean() - 0.05
+    code, _, err = run(["aggregate", str(src), "--calibrate"], capsys)
+    assert code == 2 and "--calibrate learns from gold labels: give --gold" in err
+
+
 def test_aggregate_platform_export(tmp_path, capsys):
     """--format reads a platform export (here a Toloka results TSV, rejected assignments
     dropped, control tasks' GOLDEN column as gold) and aggregates it like a long table."""

@@ -277,6 +277,7 @@ def _aggregate(args) -> int:
     if args.format:
         kind = _resolve_kind(args, set())
         _check_group_flags(args, kind)
+        _check_calibrate(args, kind)
         if kind == "continuous":
             return _aggregate_answers(args, kind, colmap, None)
         if kind not in ("classification", "ordinal"):
@@ -293,11 +294,22 @@ def _aggregate(args) -> int:
         read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
     _check_group_flags(args, kind)
+    _check_calibrate(args, kind)
     # errors name file lines (header = line 1); Parquet has no lines: row positions
     first_line = _first_line(args.input)
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
+
+
+def _check_calibrate(args, kind: str) -> None:
+    """--calibrate: class labels in memory, with gold to learn from."""
+    if not args.calibrate:
+        return
+    if kind not in ("classification", "ordinal"):
+        raise UsageError(f"--calibrate calibrates class-label confidences, not {kind} answers")
+    if not args.gold:
+        raise UsageError("--calibrate learns from gold labels: give --gold")
 
 
 def _check_group_flags(args, kind: str) -> None:
@@ -320,7 +332,8 @@ def _aggregate_scaled(args, colmap: dict) -> int:
     from .scale import Columns, fit, supported_methods
 
     unsupported = [flag for flag, value in (("--gold", args.gold), ("--format", args.format),
-                                            ("--group-col", args.group_col)) if value]
+                                            ("--group-col", args.group_col),
+                                            ("--calibrate", args.calibrate)) if value]
     if unsupported:
         raise UsageError(f"--engine {args.engine} does not take {', '.join(unsupported)} (use the in-memory engine)")
     name = args.method or DEFAULT_METHODS["classification"]
@@ -493,9 +506,17 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, params)
+    fit_gold = None
+    if args.calibrate:
+        from .aggregation.calibration import CalibratedAggregator
+
+        if not has_gold:
+            raise UsageError("--calibrate learns from gold labels: give --gold with tasks of the answers")
+        est = CalibratedAggregator(est, random_state=0 if args.seed is None else args.seed)
+        fit_gold = data.truth_series()
     _stage(args, f"fitting {name} on {data.n_labels:,} answers")
     t0 = time.perf_counter()
-    est.fit(data)
+    est.fit(data, gold=fit_gold)
     elapsed = time.perf_counter() - t0
     if args.out:
         _stage(args, f"writing {args.out}")
@@ -505,7 +526,13 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
         f"{data.n_classes} classes; {est.n_iter_} iterations, "
         f"converged={est.converged_}, {elapsed:.3f} s"
     )
-    if has_gold:
+    if args.calibrate:  # the fit saw the gold: its own accuracy there would say nothing
+        cal = est.calibration_
+        summary += (f"; calibrated on {int(cal['n_gold'])} gold tasks (temperature {est.temperature_:.3g}, "
+                    f"mixture {est.eps_:.3g}); on them, cross-fitted: accuracy {cal['accuracy']:.4f}, "
+                    f"log-loss {cal['log_loss_before']:.4f} -> {cal['log_loss_after']:.4f}, "
+                    f"ECE {cal['ece_before']:.4f} -> {cal['ece_after']:.4f}")
+    elif has_gold:
         summary += f"; accuracy on {int((data.truth >= 0).sum())} gold tasks = {gold_accuracy(est.labels_, data):.4f}"
     print(summary, file=sys.stderr)
     for attr in ("reason_", "fallback_"):  # why `auto` chose, why a moment method fell back
@@ -1089,6 +1116,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pairwise gold holds ranks or groups (1 = best), not scores")
     a.add_argument("--seed", type=_seed, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
+    a.add_argument("--calibrate", action="store_true",
+                   help="class labels: give the --gold tasks to the fit and calibrate the "
+                   "confidences on them (CalibratedAggregator); reports the accuracy and "
+                   "calibration measured on them by cross-fitting")
     a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show what is being done and a bar of the iterations on stderr "
                    "(default: when stderr is a terminal; never when the CI variable is set)")

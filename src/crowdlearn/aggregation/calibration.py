@@ -161,9 +161,11 @@ class CalibratedAggregator(BaseAggregator):
     temperature_, eps_ : float
         The fitted calibration.
     calibration_ : Series
-        ``n_gold``; ``log_loss_before`` / ``log_loss_after`` and ``ece_before`` /
-        ``ece_after`` of the cross-fitted gold posteriors (in sample for the two fitted
-        parameters, so slightly optimistic).
+        On the cross-fitted gold posteriors (each from a fit that did not see its gold):
+        ``n_gold``; ``accuracy`` (an honest estimate of the accuracy on tasks without gold,
+        for a fit given a little less gold); ``log_loss_before`` / ``log_loss_after`` and
+        ``ece_before`` / ``ece_after`` (in sample for the two fitted parameters, so slightly
+        optimistic).
 
     Examples
     --------
@@ -227,6 +229,7 @@ class CalibratedAggregator(BaseAggregator):
         after = apply_calibration(proba, self.temperature_, self.eps_)
         self.calibration_ = pd.Series({
             "n_gold": float(len(known)),
+            "accuracy": float(np.mean(proba.argmax(axis=1) == y)),
             "log_loss_before": _nll(proba, y, 1.0, 0.0),
             "log_loss_after": _nll(proba, y, self.temperature_, self.eps_),
             "ece_before": expected_calibration_error(proba, y),
