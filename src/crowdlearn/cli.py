@@ -306,8 +306,9 @@ def _check_calibrate(args, kind: str) -> None:
     """--calibrate: class labels in memory, with gold to learn from."""
     if not args.calibrate:
         return
-    if kind not in ("classification", "ordinal"):
-        raise UsageError(f"--calibrate calibrates class-label confidences, not {kind} answers")
+    if kind not in ("classification", "ordinal", "continuous"):
+        raise UsageError(f"--calibrate calibrates class-label confidences and continuous standard "
+                         f"errors, not {kind} answers")
     if not args.gold:
         raise UsageError("--calibrate learns from gold labels: give --gold")
 
@@ -447,11 +448,26 @@ def _fit_answers(args, kind: str, data) -> int:
     est = _make_estimator(name, kind, args.seed, _parse_params(args.param))
     _stage(args, f"fitting {name}")
     t0 = time.perf_counter()
-    est.fit(data)
+    if args.calibrate:  # continuous (checked before reading): standard errors from the gold
+        from .continuous.calibration import CalibratedContinuous
+
+        gold = data.truth_series() if data.truth is not None else None
+        if gold is None or gold.empty:
+            raise UsageError("--calibrate learns from gold values: give --gold with tasks of the answers")
+        est = CalibratedContinuous(est, random_state=0 if args.seed is None else args.seed)
+        est.fit(data, gold=gold)
+    else:
+        est.fit(data)
     elapsed = time.perf_counter() - t0
     _write(est.result_frame(), args.out)
     summary = f"{name} ({kind}): {data!r}; {elapsed:.3f} s"
-    scores = truth_scores(est, data)  # empty without gold
+    scores = {} if args.calibrate else truth_scores(est, data)  # empty without gold
+    if args.calibrate:  # the fit saw the gold: its own errors there would say nothing
+        cal = est.calibration_
+        summary += (f"; standard errors calibrated on {int(cal['n_gold'])} gold tasks "
+                    f"(se' = sqrt({est.stderr_scale_:.3g} se^2 + {est.stderr_floor_:.3g})); on them, "
+                    f"cross-fitted: MAE {cal['mae']:.4g}, RMSE {cal['rmse']:.4g}, 95% intervals cover "
+                    f"{cal['coverage95_before']:.3f} -> {cal['coverage95_after']:.3f}")
     if scores:
         # a metric undefined on this gold (a correlation over one task, or over constant
         # values) is not a number: n/a, as the group report prints undefined gaps
@@ -1117,9 +1133,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=_seed, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.add_argument("--calibrate", action="store_true",
-                   help="class labels: give the --gold tasks to the fit and calibrate the "
-                   "confidences on them (CalibratedAggregator); reports the accuracy and "
-                   "calibration measured on them by cross-fitting")
+                   help="give the --gold tasks to the fit and calibrate on them the confidences "
+                   "of class labels (CalibratedAggregator) or the standard errors of continuous "
+                   "answers (CalibratedContinuous); reports what cross-fitting measures on them")
     a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="show what is being done and a bar of the iterations on stderr "
                    "(default: when stderr is a terminal; never when the CI variable is set)")

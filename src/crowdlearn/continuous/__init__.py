@@ -16,7 +16,9 @@ _CLASSES = {
     if entry.path.startswith("crowdlearn.continuous.")
 }
 _CLASSES.update({"ContinuousAnswers": "crowdlearn.continuous.data",
-                 "ContinuousEstimator": "crowdlearn.continuous.base"})
+                 "ContinuousEstimator": "crowdlearn.continuous.base",
+                 # not a registered method: it needs gold values to fit
+                 "CalibratedContinuous": "crowdlearn.continuous.calibration"})
 
 __all__ = sorted(_CLASSES)
 
