@@ -12,9 +12,13 @@ Sections of RESULTS.md written with ``--write-results``:
   tasks is given to ``fit``, the rest scored: the base given that gold, then
   ``CalibratedAggregator(base)`` given the same gold (mean of 3 draws of the tenth).
 
+* ``calibration-continuous``: the same for the standard errors of continuous answers
+  (snow_emotion, movie_reviews): coverage of the 95% intervals, without gold, and with a
+  tenth of the gold given to the method alone or to ``CalibratedContinuous``.
+
 Usage::
 
-    python benchmarks/calibration.py [--synthetic] [--real] [--write-results]
+    python benchmarks/calibration.py [--synthetic] [--real] [--continuous] [--write-results]
 """
 
 from __future__ import annotations
@@ -148,11 +152,51 @@ def real(root: Path, out) -> str:
     )
 
 
+CONTINUOUS_SETS = ("snow_emotion", "movie_reviews")
+CONTINUOUS_METHODS = ("mean", "median", "gaussian-em", "catd", "lrs-moments")
+
+
+def _coverage(fit, truth: pd.Series) -> float:
+    z = (truth - fit.estimates_.reindex(truth.index)).abs() / fit.stderr_.reindex(truth.index)
+    return float((z <= 1.96).mean())
+
+
+def continuous(root: Path, out) -> str:
+    from crowdlearn.continuous.calibration import CalibratedContinuous
+    from crowdlearn.datasets import load
+
+    rows = []
+    for name in CONTINUOUS_SETS:
+        data = load(root / name, kind="continuous")
+        truth = data.truth_series()
+        for method in CONTINUOUS_METHODS:
+            row = {"dataset": name, "method": method,
+                   "coverage, no gold": _coverage(get_method(method, "continuous")().fit(data), truth)}
+            base, cal = [], []
+            for seed in range(DRAWS):
+                gold = truth.sample(frac=GOLD_SHARE, random_state=seed)
+                rest = truth.drop(gold.index)
+                base.append(_coverage(get_method(method, "continuous")().fit(data, gold=gold), rest))
+                cal.append(_coverage(CalibratedContinuous(method).fit(data, gold=gold), rest))
+            row["coverage base, 10% gold"] = np.mean(base)
+            row["coverage calibrated, 10% gold"] = np.mean(cal)
+            rows.append(row)
+            out(str(row))
+    return (
+        "Share of gold values inside the 95% intervals `estimate +- 1.96 stderr`. `no gold`: the "
+        "method on the answers alone, every gold task. `10% gold`: a random tenth of the gold "
+        "given to `fit`, the other nine tenths scored: the method given that gold (`base`), then "
+        f"`CalibratedContinuous(method)` given the same gold (mean of {DRAWS} draws).\n\n"
+        + markdown_table(pd.DataFrame(rows), ".3f", index=False) + "\n"
+    )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-root", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--synthetic", action="store_true")
     ap.add_argument("--real", action="store_true")
+    ap.add_argument("--continuous", action="store_true")
     ap.add_argument("--write-results", action="store_true")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")  # the fits' convergence notes are not what is measured
@@ -161,7 +205,7 @@ def main(argv=None) -> int:
         print(s, flush=True)
 
     cmd = "OMP_NUM_THREADS=1 python benchmarks/calibration.py " + " ".join(
-        f"--{k}" for k in ("synthetic", "real") if getattr(args, k))
+        f"--{k}" for k in ("synthetic", "real", "continuous") if getattr(args, k))
     if args.synthetic:
         md = synthetic(out)
         print(md)
@@ -172,6 +216,11 @@ def main(argv=None) -> int:
         print(md)
         if args.write_results:
             write_section("calibration-real", md, cmd + " --write-results")
+    if args.continuous:
+        md = continuous(args.data_root, out)
+        print(md)
+        if args.write_results:
+            write_section("calibration-continuous", md, cmd + " --write-results")
     return 0
 
 
