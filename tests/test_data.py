@@ -249,3 +249,61 @@ def test_gold_task_ids_match_by_value_across_types(tmp_path):
 
     scores = ContinuousAnswers.from_csv(src, truth=pd.Series({1: 0.5}))
     assert scores.truth[list(scores.tasks).index("1")] == 0.5
+
+
+# ---------------------------------------------------------------- gold keyed by task id
+def _int_task_frame():
+    """Integer task ids 0..2 in the answers: a positional truth would match them by value."""
+    return pd.DataFrame({"task": [2, 2, 1, 1, 0], "worker": ["a", "b", "a", "b", "a"],
+                         "label": ["x", "y", "y", "y", "x"]})
+
+
+POSITIONAL = [
+    (np.array(["y", "x", "x"]), "got an array of shape (3,), which names no task"),
+    (["y", "x", "x"], "got a list of 3 value(s), which names no task"),
+    (("y", "x", "x"), "got a tuple of 3 value(s)"),
+    (pd.Index(["y", "x", "x"]), "got an Index of 3 value(s)"),
+]
+
+
+def _words(text):
+    return text.replace("(", r"\(").replace(")", r"\)")
+
+
+def test_keyed_gold_passes_series_and_mappings_and_refuses_the_rest():
+    from crowdlearn.core.data import keyed_gold
+
+    series = pd.Series(["x"], index=[7])
+    assert keyed_gold(series) is series
+    pd.testing.assert_series_equal(keyed_gold({7: "x"}), pd.Series({7: "x"}))
+    assert keyed_gold({7: 1}, dtype=object).dtype == object
+    with pytest.raises(ValueError, match=r"^truth must be keyed by item id \(a pandas Series indexed by "
+                                         r"item, or a dict item -> score\), got an array .*; hint$"):
+        keyed_gold(np.zeros(2), "truth", key="item", value="score", hint="; hint")
+    with pytest.raises(TypeError, match="got a DataFrame"):
+        keyed_gold(pd.DataFrame({"task": [1], "label": ["x"]}))
+    with pytest.raises(ValueError, match="got an int, which names no task"):
+        keyed_gold(3)
+
+
+@pytest.mark.parametrize("truth, words", POSITIONAL)
+def test_crowd_labels_refuse_positional_truth(truth, words):
+    """With integer task ids, a positional truth used to be keyed 0..n-1 and so land on the
+    tasks whose id equals its position; with text ids it was dropped whole."""
+    with pytest.raises(ValueError, match="truth must be keyed by task id .*" + _words(words)):
+        CrowdLabels.from_frame(_int_task_frame(), truth=truth)
+    data = CrowdLabels.from_frame(_int_task_frame())
+    with pytest.raises(ValueError, match="truth must be keyed by task id .*" + _words(words)):
+        data.with_truth(truth)
+    with pytest.raises(ValueError, match="gold must be keyed by task id .*" + _words(words)):
+        data.encode_gold(truth)
+
+
+def test_crowd_labels_read_keyed_truth_as_before():
+    keyed = [pd.Series(["y", "x"], index=[2, 0]), {2: "y", 0: "x"}]
+    for truth in keyed:
+        data = CrowdLabels.from_frame(_int_task_frame(), truth=truth)
+        np.testing.assert_array_equal(data.truth, [0, -1, 1])  # tasks 0, 1, 2; classes x, y
+        plain = CrowdLabels.from_frame(_int_task_frame())
+        np.testing.assert_array_equal(plain.with_truth(truth).truth, data.truth)
+        np.testing.assert_array_equal(plain.encode_gold(truth), data.truth)

@@ -24,7 +24,6 @@ import dataclasses
 import sys
 import threading
 import warnings
-from collections.abc import Mapping, Sized
 from typing import Any
 
 import numpy as np
@@ -32,7 +31,7 @@ import pandas as pd
 
 from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, positions_by_value
+from ..core.data import CrowdLabels, as_crowd_labels, keyed_gold, positions_by_value
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
@@ -306,24 +305,11 @@ def _encode_gold(data: CrowdLabels, gold: Any) -> np.ndarray | None:
                 f"(codes of the classes {list(data.classes)[:10]}); pass a Series task -> class instead"
             )
         return codes.astype(np.int32) if np.any(codes >= 0) else None
-    if isinstance(gold, pd.DataFrame):
-        raise TypeError(
-            "gold must be a Series or mapping task -> class, got a DataFrame; "
-            "pass e.g. frame.set_index('task')['label']"
-        )
-    if not isinstance(gold, (pd.Series, Mapping)):
-        # an array, list, Index, ...: pandas would key it by position 0..n-1, which matches
-        # integer task ids by value, i.e. the wrong tasks, or none
-        what = (f"an array of shape {gold.shape}" if isinstance(gold, np.ndarray)
-                else f"a {type(gold).__name__}" + (f" of {len(gold)} value(s)" if isinstance(gold, Sized) else ""))
-        raise ValueError(
-            f"gold must be keyed by task id (a pandas Series indexed by task, or a dict task -> "
-            f"class), got {what}, which names no task; class codes per task (positions in "
-            "the answers' classes, -1 unknown) go in crowdlearn.aggregation.GoldCodes"
-        )
+    gold = keyed_gold(gold, hint="; class codes per task (positions in the answers' classes, "
+                      "-1 unknown) go in crowdlearn.aggregation.GoldCodes")
     codes = data.encode_gold(gold)
     if not np.any(codes >= 0):
-        named = pd.Series(gold).dropna()
+        named = gold.dropna()
         if len(named):
             raise ValueError(
                 f"none of the {len(named)} gold task(s) (e.g. {named.index[0]!r}) is among the "

@@ -9,7 +9,7 @@ Memory is O(L + N*K); nothing of size tasks x workers is ever allocated.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence, Sized
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
@@ -18,8 +18,8 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "label_number",
-           "positions_by_value", "row_list", "strip_frame", "strip_text"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "keyed_gold",
+           "label_number", "positions_by_value", "row_list", "strip_frame", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -254,6 +254,66 @@ def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
             "give both sides ids and labels of the same type"
         )
     return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
+
+
+def keyed_gold(gold: Any, what: str = "gold", *, key: str = "task", value: str = "class",
+               dtype: Any = None, hint: str = "") -> pd.Series:
+    """``gold`` as a Series keyed by id: a Series as given, a mapping id -> value converted.
+
+    Gold and truth are matched to the answers by id, so they must name their ids.  A
+    sequence (ndarray, list, tuple, ``pd.Index``, ...) names none: pandas would key it by
+    position 0..n-1, which with integer ids matches the wrong tasks and with text ids none,
+    both silently.  Every public entry that takes gold or truth keyed by task or item reads
+    it through this function, so such input is one clear ``ValueError`` everywhere.
+
+    Parameters
+    ----------
+    gold : Series or mapping
+        The gold; a Series may have any index (integer ids included).
+    what : str
+        Its name in the error (``"gold"``, ``"truth"``, ...).
+    key, value : str
+        What it maps from and to, for the error (``task -> class``, ``item -> score``...).
+    dtype : optional
+        The dtype of the Series a mapping becomes (a Series is returned unchanged).
+    hint : str
+        Appended to the error of a sequence: another form the caller accepts.
+
+    Raises
+    ------
+    ValueError
+        When ``gold`` is a sequence or any other value that is not keyed by id.
+    TypeError
+        When ``gold`` is a DataFrame (which column holds the values cannot be told).
+
+    Examples
+    --------
+    >>> keyed_gold({"t1": "yes"}).to_dict()
+    {'t1': 'yes'}
+    >>> keyed_gold(["yes", "no"])
+    Traceback (most recent call last):
+        ...
+    ValueError: gold must be keyed by task id (a pandas Series indexed by task, or a dict task -> class), got a list of 2 value(s), which names no task
+    """
+    if isinstance(gold, pd.Series):
+        return gold
+    if isinstance(gold, Mapping):
+        return pd.Series(gold, dtype=dtype)
+    if isinstance(gold, pd.DataFrame):
+        raise TypeError(
+            f"{what} must be a Series or mapping {key} -> {value}, got a DataFrame; "
+            f"pass e.g. frame.set_index('{key}')['label']"
+        )
+    # an array, list, Index, ...: pandas would key it by position 0..n-1, which matches
+    # integer ids by value, i.e. the wrong tasks, or none
+    name = type(gold).__name__
+    shown = (f"an array of shape {gold.shape}" if isinstance(gold, np.ndarray)
+             else ("an " if name[0] in "AEIOUaeiou" else "a ") + name
+             + (f" of {len(gold)} value(s)" if isinstance(gold, Sized) else ""))
+    raise ValueError(
+        f"{what} must be keyed by {key} id (a pandas Series indexed by {key}, or a dict "
+        f"{key} -> {value}), got {shown}, which names no {key}{hint}"
+    )
 
 
 def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -698,7 +758,8 @@ class CrowdLabels:
             it raise ``ValueError``.  Default: the union of answers and truth values in the
             default class order, numbers by value then text (:func:`class_codes`).
         truth : mapping or Series task -> class, optional
-            Gold labels (a subset of tasks is fine).
+            Gold labels (a subset of tasks is fine), keyed by task id: an array or list
+            names no task and is refused (:func:`keyed_gold`).
         features : array or DataFrame, optional
             Item features.  An array must have one row per task in ``self.tasks`` order;
             a DataFrame is aligned on its index by task id.
@@ -763,7 +824,7 @@ class CrowdLabels:
 
         truth_s = None
         if truth is not None:
-            truth_s = pd.Series(truth) if not isinstance(truth, pd.Series) else truth
+            truth_s = keyed_gold(truth, "truth")
             truth_s = strip_text(truth_s, index=True)  # ids and classes as the answers'
             if truth_s.isna().any():  # (a boolean mask on a large string index is slow)
                 truth_s = truth_s[truth_s.notna().to_numpy()]
@@ -990,8 +1051,11 @@ class CrowdLabels:
         )
 
     def with_truth(self, truth: Mapping[Hashable, Hashable] | pd.Series | None) -> "CrowdLabels":
-        """A copy sharing the answers, with gold labels attached (task id -> class)."""
-        codes = None if truth is None else self.encode_gold(truth)
+        """A copy sharing the answers, with gold labels attached (task id -> class).
+
+        ``truth`` is a Series or mapping keyed by task id; an array or list is refused
+        (:func:`keyed_gold`)."""
+        codes = None if truth is None else self.encode_gold(keyed_gold(truth, "truth"))
         return CrowdLabels(
             self.task, self.worker, self.label, self.tasks, self.workers, self.classes,
             truth=codes, features=self.features,
@@ -1007,8 +1071,11 @@ class CrowdLabels:
         )
 
     def encode_gold(self, gold: Mapping[Hashable, Hashable] | pd.Series) -> np.ndarray:
-        """Gold labels (task id -> class) as int32 codes per task, -1 where unknown."""
-        gold_s = gold if isinstance(gold, pd.Series) else pd.Series(gold)
+        """Gold labels (task id -> class) as int32 codes per task, -1 where unknown.
+
+        ``gold`` is a Series or mapping keyed by task id; an array or list is refused
+        (:func:`keyed_gold`): it names no task."""
+        gold_s = keyed_gold(gold)
         gold_s = _normalise_label_values(strip_text(gold_s, index=True).dropna())
         codes = np.full(self.n_tasks, -1, dtype=np.int32)
         gold_s = _gold_as_classes(gold_s, self.classes)
