@@ -337,3 +337,40 @@ def test_cli_summary_says_n_a_for_a_metric_undefined_on_the_gold(tmp_path, capsy
     err = capsys.readouterr().err
     assert "against gold: mae = 0.0000, rmse = 0.0000, pearson = n/a, spearman = n/a" in err
     assert "nan" not in err
+
+
+# ------------------------------------------------------------- gold keyed by task id
+def _int_task_answers() -> pd.DataFrame:
+    """Integer task ids 0..3: an array of gold used to be keyed 0..n-1, i.e. clamp tasks 0..n-1."""
+    return pd.DataFrame({"task": [0, 0, 1, 1, 2, 3, 3], "worker": ["a", "b", "a", "b", "a", "a", "b"],
+                         "label": [1.0, 2.0, 3.0, 5.0, 4.0, 7.0, 9.0]})
+
+
+@pytest.mark.parametrize("gold", [np.array([10.0, 20, 30]), [10.0, 20, 30], pd.Index([10.0, 20, 30])])
+def test_positional_gold_and_truth_are_refused(gold):
+    frame = _int_task_answers()
+    with pytest.raises(ValueError, match=r"^gold must be keyed by task id \(a pandas Series .* which names no task"):
+        cl.get_method("mean")().fit(frame, gold=gold)
+    with pytest.raises(ValueError, match=r"^truth must be keyed by task id .*task -> number"):
+        ContinuousAnswers.from_frame(frame, truth=gold)
+    data = ContinuousAnswers.from_frame(frame)
+    with pytest.raises(ValueError, match=r"^truth must be keyed by task id"):
+        data.with_truth(gold)
+    with pytest.raises(ValueError, match=r"^gold must be keyed by task id"):
+        data.encode_gold(gold)
+
+
+@pytest.mark.parametrize("name", ["mean", "gaussian-em"])
+def test_keyed_gold_gives_the_fits_it_gave(name):
+    frame = _int_task_answers()
+    series = pd.Series([10.0, 30.0], index=[3, 1])
+    plain = cl.get_method(name)()
+    a = plain.fit(frame, gold=series).result_frame()
+    b = cl.get_method(name)().fit(frame, gold={3: 10.0, 1: 30.0}).result_frame()
+    pd.testing.assert_frame_equal(a, b)
+    assert a.set_index("task").loc[[1, 3], "estimate"].tolist() == [30.0, 10.0]
+    assert a.set_index("task").loc[[0, 2], "stderr"].gt(0).all()  # only the keyed tasks clamped
+    for truth in (series, {3: 10.0, 1: 30.0}):
+        data = ContinuousAnswers.from_frame(frame, truth=truth)
+        np.testing.assert_array_equal(data.truth, [np.nan, 30.0, np.nan, 10.0])
+        np.testing.assert_array_equal(ContinuousAnswers.from_frame(frame).with_truth(truth).truth, data.truth)

@@ -157,6 +157,7 @@ class ContinuousEstimator(AnswerEstimator):
         answers : ContinuousAnswers or DataFrame
         gold : mapping or Series task -> number, optional
             Known values: clamped in the result and, with a worker model, used to fit it.
+            Keyed by task id; an array or list names no task and is refused.
         """
         check_params(self)
         data = as_continuous_answers(answers)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
@@ -161,12 +161,15 @@ class ContinuousAnswers(AnswerTable):
     def encode_gold(self, gold: Mapping[Hashable, Any] | pd.Series | None) -> np.ndarray:
         """Gold values per task code (NaN where unknown); tasks not in the table are ignored.
 
-        Raises ``ValueError`` naming the first task whose gold is not a finite number.
+        ``gold`` is a Series or mapping keyed by task id (``fit(gold=...)``, ``from_frame``
+        and ``with_truth`` read it here); an array or list names no task and is refused
+        (:func:`~crowdlearn.core.data.keyed_gold`).  Raises ``ValueError`` naming the first
+        task whose gold is not a finite number.
         """
         out = np.full(self.n_tasks, np.nan)
         if gold is None:
             return out
-        g = gold if isinstance(gold, pd.Series) else pd.Series(gold, dtype=object)
+        g = keyed_gold(gold, value="number", dtype=object)  # an array names no task: refused
         g = strip_text(g, index=True)  # ids as the answers'; a value of blanks is unknown
         g = g[g.notna().to_numpy()]
         values, bad = to_numbers(g)
@@ -217,7 +220,7 @@ class ContinuousAnswers(AnswerTable):
             text spelling numbers).
         truth : mapping or Series task -> number, optional
             Gold values (a subset of tasks is fine; NaN = unknown; gold of tasks not in the
-            table is ignored).
+            table is ignored), keyed by task id: an array or list is refused.
         features : array or DataFrame, optional
             Item features: an array with one row per task in ``self.tasks`` order, or a
             DataFrame aligned by task id on its index.
@@ -285,7 +288,8 @@ class ContinuousAnswers(AnswerTable):
 
     def with_truth(self, truth: Mapping[Hashable, Any] | pd.Series | None) -> "ContinuousAnswers":
         """A copy with gold values (NaN = unknown) replacing the current truth."""
-        gold = None if truth is None else self.encode_gold(truth)
+        gold = None if truth is None else self.encode_gold(keyed_gold(truth, "truth", value="number",
+                                                                       dtype=object))
         return type(self)(self.task, self.worker, self.value, self.tasks, self.workers,
                           truth=gold, features=self.features)
 
