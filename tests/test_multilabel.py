@@ -208,3 +208,14 @@ def test_metric_tag_order_is_the_class_order():
     matrix, tags = tag_indicator(pd.Series(["10|2", "b|1", ""]))
     assert list(tags) == ["1", "2", "10", "b"]
     assert matrix.tolist() == [[0, 1, 1, 0], [1, 0, 0, 1], [0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("truth", [[["cat"], [], ["dog"]], np.array(["cat", "", "dog"], dtype=object)])
+def test_positional_truth_is_refused_keyed_truth_reads_as_before(truth):
+    """Integer task ids: a list of tag sets used to be keyed 0..n-1, whichever tasks those are."""
+    df = pd.DataFrame({"task": [2, 1, 0], "worker": ["x", "y", "x"], "label": ["cat", "dog", ""]})
+    with pytest.raises(ValueError, match=r"^truth must be keyed by task id .*task -> tag set"):
+        MultiLabelAnswers.from_frame(df, truth=truth)
+    for keyed in (pd.Series([["dog"], []], index=[2, 0]), {2: ["dog"], 0: []}):
+        data = MultiLabelAnswers.from_frame(df, truth=keyed)
+        assert data.truth_series().to_dict() == {0: (), 2: ("dog",)}

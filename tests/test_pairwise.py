@@ -716,3 +716,13 @@ def test_noisy_bt_ignores_the_order_of_the_rows():
     a = NoisyBT().fit(Comparisons.from_frame(df, group="query")).result_frame().set_index("item")
     b = NoisyBT().fit(Comparisons.from_frame(shuffled, group="query")).result_frame().set_index("item")
     pd.testing.assert_frame_equal(b.loc[a.index], a)
+
+
+@pytest.mark.parametrize("truth", [np.array([3.0, 2.0, 1.0]), [3.0, 2.0, 1.0]])
+def test_positional_truth_is_refused_keyed_truth_reads_as_before(truth):
+    """Integer item ids: an array used to fail with an AttributeError (``keys``), unclear."""
+    df = _frame([("w1", 2, 1, 2), ("w2", 1, 0, 1), ("w1", 0, 2, 2)])
+    with pytest.raises(ValueError, match=r"^truth must be keyed by item id .*item -> score"):
+        Comparisons.from_frame(df, truth=truth)
+    for keyed in (pd.Series([3.0, 1.0], index=[2, 0]), {2: 3.0, 0: 1.0}):
+        np.testing.assert_array_equal(Comparisons.from_frame(df, truth=keyed).truth, [1.0, np.nan, 3.0])

@@ -215,3 +215,14 @@ def test_json_lines_and_tsv_readers(tmp_path):
     (tmp_path / "sim.tsv").write_text("worker\titem_a\titem_b\tsame\nw\ta\tb\ttrue\nv\tb\tb\t0\n")
     with pytest.raises(ValueError, match="compared with itself.*line 3"):
         SimilarityAnswers.from_csv(tmp_path / "sim.tsv")
+
+
+@pytest.mark.parametrize("truth", [np.array(["A", "A", "B"]), ["A", "A", "B"]])
+def test_positional_truth_is_refused_keyed_truth_reads_as_before(truth):
+    """Integer item ids 0..2: a list used to be keyed 0..n-1, i.e. match items by position."""
+    df = pd.DataFrame({"worker": ["u", "v", "u"], "item_a": [2, 1, 0], "item_b": [1, 0, 2],
+                       "same": [1, 0, 1]})
+    with pytest.raises(ValueError, match=r"^truth must be keyed by item id .*item -> cluster"):
+        SimilarityAnswers.from_frame(df, truth=truth)
+    for keyed in (pd.Series(["A", "B"], index=[2, 0]), {2: "A", 0: "B"}):
+        assert list(SimilarityAnswers.from_frame(df, truth=keyed).truth) == [1, -1, 0]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import CrowdLabels, class_codes, factorize_ids, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -235,6 +235,7 @@ class MultiLabelAnswers(AnswerTable):
             Tag separator of string labels (``","`` is common too).
         truth : mapping or Series task -> tag set, optional
             Known true tag sets (same formats as labels); other tasks have unknown truth.
+            Keyed by task id: an array or list of tag sets names no task and is refused.
         all_tasks : iterable, optional
             Tasks to include even without answers.
         first_line : int, optional
@@ -262,7 +263,7 @@ class MultiLabelAnswers(AnswerTable):
         counts, flat = parse_tag_sets(df[label].to_numpy(), delimiter, "label", first_line)
         truth_counts, truth_flat, truth_s = None, [], None
         if truth is not None:
-            truth_s = truth if isinstance(truth, pd.Series) else pd.Series(truth, dtype=object)
+            truth_s = keyed_gold(truth, "truth", value="tag set", dtype=object)
             truth_s = truth_s.set_axis(strip_text(truth_s.index))  # task ids as the answers'
             truth_counts, truth_flat = parse_tag_sets(truth_s.to_numpy(), delimiter, "truth")
         if tags is not None:

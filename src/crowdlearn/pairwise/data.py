@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
@@ -308,7 +308,8 @@ class Comparisons(AnswerTable):
             Gold score per item, higher = better (pass ``-rank`` or ``-group`` for truth
             where lower is better).  With ``group``, keys are unit ids ``"group::item"`` or
             ``(group, item)`` tuples (a two-level MultiIndex).  Items outside the table are
-            ignored; missing ones are unknown (NaN).
+            ignored; missing ones are unknown (NaN).  Keyed by item id: an array or list
+            names no item and is refused.
         all_items : iterable, optional
             Items (unit ids) to list even if never compared; they get the prior.
         first_line : int, optional
@@ -385,10 +386,11 @@ class Comparisons(AnswerTable):
 
         truth_arr = None
         if truth is not None:
-            if isinstance(truth, pd.Series):
-                index, vals = truth.index, truth.to_numpy()
-            else:  # (group, item) keys become a MultiIndex, as in a Series
+            if isinstance(truth, Mapping):  # (group, item) keys become a MultiIndex, as in a Series
                 index, vals = pd.Index(list(truth.keys())), list(truth.values())
+            else:  # an array or list names no item: refused
+                truth = keyed_gold(truth, "truth", key="item", value="score")
+                index, vals = truth.index, truth.to_numpy()
             keys = list(_stripped_keys(index))  # ids as the answers'
             if isinstance(getattr(truth, "index", None), pd.MultiIndex) and truth.index.nlevels != 2:
                 raise ValueError("truth with a MultiIndex must have two levels (group, item)")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -203,7 +203,8 @@ class SimilarityAnswers(AnswerTable):
             Column names; ``same`` holds 1/0, true/false or yes/no.
         truth : mapping or Series item -> cluster, optional
             Gold cluster per item (any hashable cluster names; coded 0.. in sorted order).
-            Items outside the table are ignored; missing ones are unknown (-1).
+            Items outside the table are ignored; missing ones are unknown (-1).  Keyed by
+            item id: an array or list names no item and is refused.
         features : array or DataFrame, optional
             Item features: an array with one row per item in ``items`` order, or a DataFrame
             aligned on its index by item id.
@@ -260,7 +261,7 @@ class SimilarityAnswers(AnswerTable):
 
         truth_codes = None
         if truth is not None:
-            truth_s = truth if isinstance(truth, pd.Series) else pd.Series(truth, dtype=object)
+            truth_s = keyed_gold(truth, "truth", key="item", value="cluster", dtype=object)
             truth_s = strip_text(truth_s, index=True)  # item ids and cluster names as written
             truth_s = truth_s[truth_s.notna().to_numpy()]
             cluster_codes, _ = factorize_ids(truth_s, "cluster")
