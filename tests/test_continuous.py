@@ -374,3 +374,12 @@ def test_keyed_gold_gives_the_fits_it_gave(name):
         data = ContinuousAnswers.from_frame(frame, truth=truth)
         np.testing.assert_array_equal(data.truth, [np.nan, 30.0, np.nan, 10.0])
         np.testing.assert_array_equal(ContinuousAnswers.from_frame(frame).with_truth(truth).truth, data.truth)
+
+
+def test_continuous_metrics_refuse_positional_gold():
+    est = pd.Series({0: 1.0, 1: 2.0, 2: 4.0})
+    with pytest.raises(ValueError, match=r"^gold must be keyed by task id .*ContinuousAnswers works too"):
+        mae(est, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match=r"^estimates must be keyed by task id"):
+        rmse([1.0, 2.0, 3.0], est)
+    assert mae(est, {2: 3.0, 0: 1.0}) == mae(est, pd.Series([3.0, 1.0], index=[2, 0])) == 0.5

@@ -284,3 +284,41 @@ class TestPosteriorMetrics:
             metrics.expected_calibration_error(frame, {"t1": "w"})
         with pytest.raises(ValueError, match="n_bins"):
             metrics.expected_calibration_error(frame, {"t1": "x"}, n_bins=0)
+
+
+# ------------------------------------------------------------------ gold keyed by task id
+class TestKeyedTruth:
+    """With integer task ids an array or list of truth used to be keyed 0..n-1 (accuracy,
+    worker_accuracy: a TypeError before; now one ValueError naming the keyed forms); array
+    probas with integer codes per row stay the documented positional form."""
+
+    labels = CrowdLabels.from_codes([0, 0, 1, 1, 2, 2], [0, 1, 0, 2, 0, 1], [1, 1, 0, 1, 1, 0],
+                                    tasks=[12, 11, 10], classes=["a", "b"])
+    frame = pd.DataFrame([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]], index=[12, 11, 10], columns=["a", "b"])
+
+    @pytest.mark.parametrize("truth", [np.array(["b", "a", "b"]), ["b", "a", "b"], pd.Index(["b", "a", "b"])])
+    def test_positional_truth_is_refused(self, truth):
+        words = r"^truth must be keyed by task id \(a pandas Series indexed by task, or a dict task -> class\)"
+        with pytest.raises(ValueError, match=words + r".*a CrowdLabels with gold works too"):
+            metrics.accuracy(pd.Series(["b", "a", "b"], index=[12, 11, 10]), truth)
+        with pytest.raises(ValueError, match=words):
+            metrics.worker_accuracy(self.labels, truth=truth)
+        with pytest.raises(ValueError, match=words + r".*only with array probas"):
+            metrics.log_loss(self.frame, truth)
+        with pytest.raises(ValueError, match=words):
+            metrics.expected_calibration_error(self.frame, truth)
+        with pytest.raises(ValueError, match=r"^pred must be keyed by task id"):
+            metrics.accuracy(truth, pd.Series(["b", "a", "b"], index=[12, 11, 10]))
+
+    def test_keyed_truth_scores_as_before(self):
+        for truth in (pd.Series(["b", "b"], index=[12, 10]), {12: "b", 10: "b"}):
+            assert metrics.accuracy(pd.Series({12: "b", 11: "a", 10: "a"}), truth) == 0.5
+            assert metrics.accuracy({12: "b", 11: "a", 10: "a"}, truth) == 0.5
+            out = metrics.worker_accuracy(self.labels, truth=truth)
+            assert out["n_gold"].tolist() == [2, 2, 0] and out["n_correct"].tolist() == [2, 1, 0]
+            assert metrics.log_loss(self.frame, truth) == pytest.approx(-(np.log(0.8) + np.log(0.5)) / 2)
+        # the documented positional form: array probas and integer codes per row
+        codes = np.array([1, -1, 1])
+        assert metrics.log_loss(self.frame.to_numpy(), codes) == pytest.approx(-(np.log(0.8) + np.log(0.5)) / 2)
+        assert metrics.expected_calibration_error(self.frame.to_numpy(), codes) == pytest.approx(
+            metrics.expected_calibration_error(self.frame, {12: "b", 10: "b"}))

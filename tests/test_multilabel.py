@@ -219,3 +219,15 @@ def test_positional_truth_is_refused_keyed_truth_reads_as_before(truth):
     for keyed in (pd.Series([["dog"], []], index=[2, 0]), {2: ["dog"], 0: []}):
         data = MultiLabelAnswers.from_frame(df, truth=keyed)
         assert data.truth_series().to_dict() == {0: (), 2: ("dog",)}
+
+
+def test_multilabel_metrics_refuse_positional_input_but_not_indicators():
+    pred = pd.Series({2: ("cat",), 0: ("dog",)})
+    with pytest.raises(ValueError, match=r"^truth must be keyed by task id .*0/1 indicator arrays"):
+        hamming_loss(pred, [("cat",), ("dog",)])
+    with pytest.raises(ValueError, match=r"^pred must be keyed by task id"):
+        subset_accuracy(np.array([1, 0]), pred)
+    assert subset_accuracy(pred, {0: ["dog"], 2: ["dog"]}) == subset_accuracy(
+        pred, pd.Series({0: ("dog",), 2: ("dog",)})) == 0.5
+    ind = np.array([[1, 0], [0, 1]])
+    assert hamming_loss(ind, ind[::-1]) == 1.0  # two indicator arrays: row by row, as documented

@@ -344,3 +344,15 @@ def test_cli_ordinal_text_gold_names_the_gold_file(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"crowdlearn: error: {gold}: gold ordinal label 'bad' is not a number")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("positional", [np.array(["0", "1", "2"]), ["0", "1", "2"]])
+def test_ordinal_metrics_refuse_positional_input(positional):
+    """A list used to be a TypeError; it is the library's one ValueError for unkeyed gold."""
+    keyed = pd.Series({"a": "0", "b": "2"})
+    for fn in (ordinal_mae, quadratic_kappa):
+        with pytest.raises(ValueError, match=r"^truth must be keyed by task id"):
+            fn(keyed, positional)
+        with pytest.raises(ValueError, match=r"^labels must be keyed by task id"):
+            fn(positional, keyed)
+    assert ordinal_mae(keyed, {"a": "1", "b": "2"}) == ordinal_mae(keyed, pd.Series({"a": "1", "b": "2"})) == 0.5

@@ -726,3 +726,16 @@ def test_positional_truth_is_refused_keyed_truth_reads_as_before(truth):
         Comparisons.from_frame(df, truth=truth)
     for keyed in (pd.Series([3.0, 1.0], index=[2, 0]), {2: 3.0, 0: 1.0}):
         np.testing.assert_array_equal(Comparisons.from_frame(df, truth=keyed).truth, [1.0, np.nan, 3.0])
+
+
+def test_ranking_metrics_refuse_positional_input():
+    scores = pd.Series([0.3, 0.1, 0.2], index=[2, 0, 1])
+    with pytest.raises(ValueError, match=r"^truth must be keyed by item id .*item -> score"):
+        spearman(scores, np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"^scores must be keyed by item id"):
+        kendall_tau([0.3, 0.1, 0.2], scores)
+    with pytest.raises(ValueError, match=r"^groups must be keyed by item id"):
+        ndcg_at_k(scores, scores, groups=["q", "q", "q"])
+    truth = {2: 3.0, 0: 1.0, 1: 2.0}
+    assert spearman(scores, truth) == spearman(scores, pd.Series(truth)) == pytest.approx(1.0)
+    assert kendall_tau(scores, truth, {2: "q", 0: "q", 1: "q"}) == pytest.approx(1.0)

@@ -3,13 +3,13 @@
 Each function takes the estimates (a Series task -> value, or a fitted continuous estimator)
 and the gold (a Series task -> value, a mapping, or a
 :class:`~crowdlearn.continuous.data.ContinuousAnswers` with truth) and scores the tasks that
-have both, aligned by task id.  Rank correlation (Spearman) is the one to use when the gold is
+have both, aligned by task id (an array or list names no task and is refused with a
+``ValueError``).  Rank correlation (Spearman) is the one to use when the gold is
 on another scale than the answers (snow_wordsim: answers 0-10, gold 0-4).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
 from ..continuous.data import ContinuousAnswers
+from ..core.data import keyed_gold
 
 __all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "truth_report", "aligned"]
 
@@ -29,12 +30,8 @@ def _as_series(obj: Any, what: str) -> pd.Series:
         return truth
     if hasattr(obj, "estimates_"):
         return obj.estimates_
-    if isinstance(obj, pd.Series):
-        return obj
-    if isinstance(obj, Mapping):
-        return pd.Series(obj, dtype=float)
-    raise TypeError(f"{what}: expected a Series, a mapping, a fitted continuous estimator or "
-                    f"ContinuousAnswers; got {type(obj).__name__}")
+    return keyed_gold(obj, what, value="number", dtype=float,
+                      hint="; a fitted continuous estimator or ContinuousAnswers works too")
 
 
 def aligned(estimates: Any, gold: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, as_crowd_labels, equal_by_value, positions_by_value
+from ..core.data import CrowdLabels, as_crowd_labels, equal_by_value, keyed_gold, positions_by_value
 
 __all__ = [
     "accuracy",
@@ -40,20 +40,19 @@ AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
 
 # --------------------------------------------------------------------------- helpers
 def _gold_series(truth: Any) -> pd.Series:
-    """Gold labels as a Series task -> class without missing values."""
+    """Gold labels as a Series task -> class without missing values.
+
+    An array or list names no task: it is refused (:func:`~crowdlearn.core.data.keyed_gold`),
+    except where array ``probas`` take integer codes per row (:func:`log_loss`).
+    """
     if isinstance(truth, CrowdLabels):
         series = truth.truth_series()
         if series is None:
             raise ValueError("the CrowdLabels has no gold labels (its truth is None)")
         return series
-    if isinstance(truth, pd.Series):
-        return truth.dropna()
-    if isinstance(truth, Mapping):
-        return pd.Series(truth, dtype=object).dropna()
-    raise TypeError(
-        f"truth must be a Series or mapping task -> class, or a CrowdLabels with gold; "
-        f"got {type(truth).__name__}"
-    )
+    return keyed_gold(truth, "truth", dtype=object,
+                      hint="; a CrowdLabels with gold works too (class codes per row only "
+                      "with array probas)").dropna()
 
 
 def _task_class_counts(labels: CrowdLabels):
@@ -116,10 +115,11 @@ def accuracy(pred: pd.Series | Mapping, truth: Any) -> float:
     Parameters
     ----------
     pred : Series or mapping task -> class
-        Predictions, e.g. an aggregator's ``labels_``.
+        Predictions, e.g. an aggregator's ``labels_`` (an array or list, which names no
+        task, is refused like such a ``truth``).
     truth : Series or mapping task -> class, or CrowdLabels
         Gold labels; missing values (NaN) mean "unknown".  A ``CrowdLabels`` contributes its
-        ``truth`` codes.
+        ``truth`` codes.  An array or list names no task and is refused (``ValueError``).
 
     Returns
     -------
@@ -140,7 +140,7 @@ def accuracy(pred: pd.Series | Mapping, truth: Any) -> float:
     value).  Sides of the same type are compared exactly (``"007"`` is not ``"7"``).
     """
     gold = _gold_series(truth)
-    pred = pred if isinstance(pred, pd.Series) else pd.Series(pred, dtype=object)
+    pred = keyed_gold(pred, "pred", dtype=object)
     at = positions_by_value(gold.index, pred.index, "the truth index")
     has = at >= 0
     if not has.any():
@@ -367,7 +367,8 @@ def worker_accuracy(labels: CrowdLabels, truth: Any = None) -> pd.DataFrame:
     labels : CrowdLabels
         Answers; its ``truth`` codes are the gold unless ``truth`` is given.
     truth : Series or mapping task -> class, optional
-        Gold labels overriding ``labels.truth``.
+        Gold labels overriding ``labels.truth``, keyed by task id (an array or list names
+        no task and is refused with a ``ValueError``).
 
     Returns
     -------
@@ -414,7 +415,9 @@ def log_loss(probas: pd.DataFrame | np.ndarray, truth: Any, eps: float = 1e-15) 
         Posteriors, e.g. an aggregator's ``probas_``.
     truth : Series or mapping task -> class, or CrowdLabels
         Gold labels (only tasks present in both are scored).  With an ndarray ``probas``,
-        an int array of class codes per row (-1 unknown) or a CrowdLabels.
+        an int array of class codes per row (-1 unknown) or a CrowdLabels: the one place an
+        unkeyed truth is read, by position, as the rows of ``probas`` have no task id.  With
+        a DataFrame ``probas``, an array or list truth is refused (``ValueError``).
     eps : float
         Probabilities are clipped to ``[eps, 1]`` before the log.
 

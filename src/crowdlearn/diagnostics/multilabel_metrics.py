@@ -2,7 +2,8 @@
 
 Inputs are Series (task -> tag collection: tuple, list, set or a delimited string) or
 0/1 indicator arrays (tasks x tags); the metrics are computed on the tasks both Series
-share.  Hamming loss and subset accuracy follow Tsoumakas and Katakis (2007); micro and
+share (an array or list other than two indicator arrays names no task and is refused).
+Hamming loss and subset accuracy follow Tsoumakas and Katakis (2007); micro and
 macro F1 are scikit-learn's ``f1_score`` on the indicator matrices (``zero_division=0``).
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.data import class_codes
+from ..core.data import class_codes, keyed_gold
 from ..multilabel.data import parse_tag_sets
 
 __all__ = ["tag_indicator", "hamming_loss", "subset_accuracy", "micro_f1", "macro_f1", "truth_report"]
@@ -44,7 +45,9 @@ def _pair(pred: Any, truth: Any, tags, delimiter) -> tuple[np.ndarray, np.ndarra
         if pred.shape != truth.shape:
             raise ValueError(f"indicator shapes differ: {pred.shape} and {truth.shape}")
         return (pred > 0).astype(np.int8), (truth > 0).astype(np.int8)
-    pred, truth = pd.Series(pred), pd.Series(truth)
+    both = "; or give both as 0/1 indicator arrays (tasks x tags)"
+    pred = keyed_gold(pred, "pred", value="tag set", hint=both)
+    truth = keyed_gold(truth, "truth", value="tag set", hint=both)
     common = pred.index.intersection(truth.index)
     if len(common) == 0:
         raise ValueError("predictions and truth share no task")

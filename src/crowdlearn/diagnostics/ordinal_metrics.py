@@ -15,24 +15,16 @@ explicit ``order``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels
+from ..core.data import CrowdLabels, keyed_gold
 from ..ordinal.base import numeric_classes, ordered_classes
 
 __all__ = ["ordinal_mae", "quadratic_kappa", "krippendorff_alpha", "class_ranks", "truth_report"]
-
-
-def _series(values: Any, what: str) -> pd.Series:
-    if isinstance(values, pd.Series):
-        return values
-    if isinstance(values, Mapping):
-        return pd.Series(values)
-    raise TypeError(f"{what} must be a pandas Series or a mapping task -> class, got {type(values).__name__}")
 
 
 def class_ranks(values: pd.Series, order: pd.Index) -> np.ndarray:
@@ -49,7 +41,7 @@ def class_ranks(values: pd.Series, order: pd.Index) -> np.ndarray:
 
 
 def _paired_ranks(labels: Any, truth: Any, order: Iterable[Hashable] | None):
-    labels, truth = _series(labels, "labels"), _series(truth, "truth")
+    labels, truth = keyed_gold(labels, "labels"), keyed_gold(truth, "truth")
     common = labels.index.intersection(truth.index)
     if len(common) == 0:
         raise ValueError("labels and truth share no task")
@@ -73,6 +65,7 @@ def ordinal_mae(labels: Any, truth: Any, order: Iterable[Hashable] | None = None
     Parameters
     ----------
     labels, truth : Series (or mapping) task -> class
+        Keyed by task id; an array or list names no task and is refused (``ValueError``).
     order : sequence, optional
         Classes from lowest to highest; default numeric order (every class must be a number).
     """

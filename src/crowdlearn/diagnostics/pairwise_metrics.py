@@ -7,6 +7,9 @@ comparisons: items are only ranked within their query or prompt) each metric is 
 within every group and averaged over the groups where it is defined (at least two items with
 known, not all equal, gold).  :func:`ranking_report` computes all three for a fitted
 pairwise estimator and its answer table.
+
+Scores, gold and groups are Series or mappings keyed by item id; an array or list names no
+item and is refused (:func:`~crowdlearn.core.data.keyed_gold`).
 """
 
 from __future__ import annotations
@@ -17,16 +20,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 
+from ..core.data import keyed_gold
+
 __all__ = ["spearman", "kendall_tau", "ndcg_at_k", "ranking_report"]
 
 
 def _aligned(scores, truth, groups):
-    scores = pd.Series(scores)
-    truth = pd.Series(truth)
+    scores = keyed_gold(scores, "scores", key="item", value="score")
+    truth = keyed_gold(truth, "truth", key="item", value="score")
     common = scores.index.intersection(truth.index[np.isfinite(truth.to_numpy(dtype=float))])
     frame = pd.DataFrame({"score": scores.loc[common].to_numpy(dtype=float),
                           "truth": truth.loc[common].to_numpy(dtype=float)}, index=common)
-    frame["group"] = 0 if groups is None else pd.Series(groups).loc[common].to_numpy()
+    frame["group"] = 0 if groups is None else keyed_gold(groups, "groups", key="item", value="group").loc[common].to_numpy()
     return frame
 
 
