@@ -246,3 +246,22 @@ def test_fair_thresholds_refuses_nan_posteriors():
     probas = pd.DataFrame({0: [np.nan, 0.5, 0.2], 1: [np.nan, 0.5, 0.8]}, index=["a", "b", "c"])
     with pytest.raises(ValueError, match="no finite P\\(1\\) for task 'a'"):
         fair_thresholds(probas, pd.Series(["x", "y", "y"], index=probas.index))
+
+
+def test_positional_predictions_truth_and_groups_are_refused():
+    """Integer task ids: a list used to be keyed 0..n-1, i.e. matched to the wrong tasks."""
+    pred = pd.Series([1, 1, 0, 0], index=[3, 2, 1, 0])
+    truth = pd.Series([1, 0, 0, 1], index=[3, 2, 1, 0])
+    groups = pd.Series(["a", "a", "b", "b"], index=[3, 2, 1, 0])
+    for args, what in (((pred, [1, 0, 0, 1], groups), "truth"), ((pred, truth, ["a", "a", "b", "b"]), "groups"),
+                       (([1, 1, 0, 0], truth, groups), "predicted")):
+        with pytest.raises(ValueError, match=rf"^{what} must be keyed by task id"):
+            group_report(*args)
+    answers = pd.DataFrame({"task": [3, 2, 1, 0], "worker": ["w"] * 4, "label": [1, 1, 0, 0]})
+    with pytest.raises(ValueError, match=r"^reference must be keyed by task id"):
+        worker_bias_table(answers, np.array([1, 0, 0, 1]), groups)
+    keyed = group_report(pred.to_dict(), truth.to_dict(), groups.to_dict())
+    pd.testing.assert_frame_equal(keyed, group_report(pred, truth, groups))
+    assert keyed["accuracy"].tolist() == [0.5, 0.5]
+    pd.testing.assert_frame_equal(worker_bias_table(answers, truth.to_dict(), groups.to_dict()),
+                                  worker_bias_table(answers, truth, groups))

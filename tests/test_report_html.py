@@ -105,3 +105,14 @@ def test_dog_report_in_headless_chromium(tmp_path):
                    capture_output=True, timeout=120)
     png = shot.read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 50_000
+
+
+def test_positional_truth_is_refused_keyed_truth_gives_the_same_page():
+    from crowdlearn.report_html import render_html
+
+    data = simulate.dawid_skene(40, 6, 3, labels_per_task=3, seed=0)
+    result = summarize(cl.MajorityVote().fit(data), data)
+    truth = data.truth_series()
+    with pytest.raises(ValueError, match=r"^truth must be keyed by task id"):
+        render_html(result, truth=truth.to_numpy())
+    assert render_html(result, truth=truth.to_dict()) == render_html(result, truth=truth)

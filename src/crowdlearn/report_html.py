@@ -25,6 +25,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .core.data import keyed_gold
+
 __all__ = ["render_html"]
 
 _CSS = """
@@ -140,7 +142,8 @@ def render_html(result, *, truth: pd.Series | None = None, history: list | None 
     Parameters
     ----------
     result : AggregationResult
-    truth : Series task -> true label, optional (accuracy, log-loss, reliability diagram)
+    truth : Series task -> true label, optional (accuracy, log-loss, reliability diagram);
+        keyed by task id, an array or list is refused
     history : list of float, optional (the fit's objective per iteration)
     flags : DataFrame indexed by worker with boolean ``spammer`` / ``adversary`` columns, optional
     comparison : DataFrame, optional (one row per method: shown as a table)
@@ -191,7 +194,7 @@ def render_html(result, *, truth: pd.Series | None = None, history: list | None 
 
     # gold
     if truth is not None:
-        t = pd.Series(truth).reindex(tasks.index)
+        t = keyed_gold(truth, "truth").reindex(tasks.index)
         known = t.notna().to_numpy()
         if known.any():
             hit = (tasks["label"].to_numpy() == t.to_numpy())[known]

@@ -19,7 +19,9 @@ with the counts beside them, never as 0.
 Task ids, labels and the positive class are compared as :func:`crowdlearn.metrics.accuracy`
 compares them: exactly when both sides hold the same type of value, by value when they do not
 (files read by this library give text, ``pd.read_csv`` numbers: task ``"17"`` is task ``17``,
-class ``"1"`` is ``positive=1``).
+class ``"1"`` is ``positive=1``).  Predictions, truth, references and groups are Series (or
+mappings) keyed by task id; an array or list names no task and is refused with a
+``ValueError`` (:func:`crowdlearn.core.data.keyed_gold`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.data import keyed_gold
 from ..diagnostics.metrics import equal_by_value, positions_by_value
 
 __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
@@ -36,7 +39,7 @@ __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
 
 def task_groups(groups: Any, tasks: pd.Index, what: str = "groups") -> pd.Series:
     """``groups`` (Series task -> group, or a mapping) aligned on ``tasks``; every task needs one."""
-    g = pd.Series(groups) if not isinstance(groups, pd.Series) else groups
+    g = keyed_gold(groups, what, value="group")
     if g.index.has_duplicates:
         dup = g.index[g.index.duplicated()][0]
         two = pd.unique(g[g.index == dup].to_numpy(dtype=object))[:2]  # which groups, to find it
@@ -62,7 +65,7 @@ def _binary(values: Any, positive: Any) -> np.ndarray:
 
 def _aligned(values: Any, tasks: pd.Index, what: str) -> np.ndarray:
     """``values`` (Series task -> value) at ``tasks`` (ids by value), NaN where absent."""
-    values = pd.Series(values)
+    values = keyed_gold(values, what)
     if values.index.has_duplicates:
         raise ValueError(f"{what}: task {values.index[values.index.duplicated()][0]!r} appears more than once")
     at = positions_by_value(values.index, tasks, what)
@@ -95,7 +98,7 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     With more than two classes, ``accuracy`` counts the exact class and the other rates are
     those of the positive class against the rest.
     """
-    predicted = pd.Series(predicted)
+    predicted = keyed_gold(predicted, "predicted")
     g = task_groups(groups, predicted.index)
     pos = _binary(predicted, positive)
     y = None
