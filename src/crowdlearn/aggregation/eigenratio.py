@@ -134,16 +134,23 @@ class EigenRatio(MomentThenEM):
         c_mat.eliminate_zeros()
         counts.eliminate_zeros()
         skill = np.full(n_w, np.nan)
-        n_comp, comp = connected_components(counts, directed=False)
-        for c in range(n_comp):
-            members = np.flatnonzero(comp == c)
-            if len(members) < max(2, self.min_component):
-                continue
+        answers = data.labels_per_worker()
+        _, comp = connected_components(counts, directed=False)
+        # each component's workers in increasing code order, only the components big enough
+        # (one pass instead of a scan of every worker per component: many one-answer workers
+        # make thousands of tiny components)
+        order = np.argsort(comp, kind="stable")
+        sizes = np.bincount(comp)
+        bounds = np.concatenate([[0], np.cumsum(sizes)])
+        for c in np.flatnonzero(sizes >= max(2, self.min_component)):
+            members = order[bounds[c]:bounds[c + 1]]
             cm = c_mat[members][:, members].toarray() if len(members) <= _DENSE_MAX else c_mat[members][:, members]
             nm = counts[members][:, members]
-            lam_n, v = _leading(nm)
             s = np.zeros(len(members))
             n_i = np.asarray(nm.sum(axis=1)).ravel()
+            # the co-labelling counts with their diagonal filled do not change over the rounds
+            nm_f = nm + sp.diags(n_i / max(len(members) - 1, 1))
+            lam_n, v = _leading(nm_f)
             for _ in range(max(1, self.n_diag_iter)):
                 # fill the unknown diagonal with its model value n_i s_i^2 / (W - 1) scale
                 filled = cm.copy()
@@ -153,8 +160,6 @@ class EigenRatio(MomentThenEM):
                 else:
                     filled[np.diag_indices_from(filled)] = diag
                 lam_c, u = _leading(filled)
-                nm_f = nm + sp.diags(n_i / max(len(members) - 1, 1))
-                lam_n, v = _leading(nm_f)
                 if lam_c <= 0 or lam_n <= 0:
                     break
                 ok = np.abs(v) > 1e-8 * np.abs(v).max()
@@ -163,7 +168,7 @@ class EigenRatio(MomentThenEM):
             if not np.any(s):
                 continue
             # global sign: the answer-weighted skill must be positive
-            if (s * data.labels_per_worker()[members]).sum() < 0:
+            if (s * answers[members]).sum() < 0:
                 s = -s
             skill[members] = s
         return skill
