@@ -114,3 +114,29 @@ def test_gauss_jacobi_is_exact_for_polynomials(a, b):
         got = scale * np.sum(np.exp(logw) * q**p)
         np.testing.assert_allclose(got, beta_fn(a + p, b), rtol=1e-10)
     assert not q.flags.writeable  # cached arrays are shared
+
+
+def test_logsumexp_is_scipys_to_the_bit():
+    # the fast path takes the row maximum and its ties out of the sum as SciPy does; rows with
+    # a non-finite maximum, other dtypes and empty arrays are SciPy's own
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        shape = tuple(rng.integers(1, 30, size=rng.integers(1, 4)))
+        a = rng.normal(size=shape) * rng.choice([1e-3, 1.0, 30.0, 700.0])
+        if trial % 3 == 0:
+            a = np.round(a)  # tied maxima
+        if trial % 4 == 0:
+            a[rng.random(shape) < 0.3] = -np.inf
+        if trial % 5 == 0:
+            a = np.asfortranarray(a)
+        for axis in range(-a.ndim, a.ndim):
+            for keepdims in (False, True):
+                got = stats.logsumexp(a, axis=axis, keepdims=keepdims)
+                want = logsumexp(a, axis=axis, keepdims=keepdims)
+                assert got.shape == want.shape
+                np.testing.assert_array_equal(got, want)
+    odd = np.array([[0.0, 1.0], [-np.inf, -np.inf], [np.inf, 0.0], [np.nan, 0.0]])
+    np.testing.assert_array_equal(stats.logsumexp(odd, axis=1), logsumexp(odd, axis=1))
+    np.testing.assert_array_equal(stats.logsumexp(np.zeros((0, 3)), axis=1), logsumexp(np.zeros((0, 3)), axis=1))
+    small32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(stats.logsumexp(small32, axis=1), logsumexp(small32, axis=1))

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.special import betaln, digamma, gammaln, roots_jacobi
+from scipy.special import logsumexp as _scipy_logsumexp
 
 from .data import CrowdLabels
 
@@ -37,6 +38,7 @@ __all__ = [
     "split_ties",
     "agreement_with",
     "clamp_to_gold",
+    "logsumexp",
     "soft_confusion_counts",
     "soft_confusions",
     "answer_log_sum",
@@ -56,6 +58,35 @@ TINY = 1e-300
 
 
 # ==================================================================== votes
+def logsumexp(a: np.ndarray, axis: int = -1, keepdims: bool = False) -> np.ndarray:
+    """``scipy.special.logsumexp(a, axis=axis, keepdims=keepdims)`` of a real array, faster.
+
+    The same arithmetic as SciPy's (the row maximum and its ties are taken out of the sum:
+    ``log1p(sum exp(a - max) / ties) + log(ties) + max``), so the results are the same to
+    the bit, in a few whole-array passes instead of SciPy's many (it also exponentiates
+    every entry a second time for rows whose result would not be finite): at tens of
+    classes and 10^5 rows SciPy's version dominated the minimax M-step.  Rows whose maximum
+    is not finite (all ``-inf``, ``inf``, NaN), other dtypes, empty arrays and tuple axes
+    go to SciPy.
+    """
+    a = np.asarray(a)
+    if a.dtype != np.float64 or a.size == 0 or not isinstance(axis, (int, np.integer)):
+        return _scipy_logsumexp(a, axis=axis, keepdims=keepdims)
+    a_max = a.max(axis=axis, keepdims=True)
+    if not np.isfinite(a_max).all():
+        return _scipy_logsumexp(a, axis=axis, keepdims=keepdims)
+    top = a == a_max
+    ties = top.sum(axis=axis, keepdims=True, dtype=np.float64)
+    e = np.exp(a - a_max)
+    e[top] = 0.0
+    s = e.sum(axis=axis, keepdims=True)
+    s /= ties  # 0 stays 0 (ties >= 1)
+    out = np.log1p(s, out=s)
+    out += np.log(ties)
+    out += a_max
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
 def class_sums(data: CrowdLabels, answer_weights: np.ndarray | None = None) -> np.ndarray:
     """(n_tasks, n_classes) sums of per-answer weights by answered class (counts without weights).
 
