@@ -42,12 +42,12 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.special import log_softmax, logsumexp
+from scipy.special import log_softmax
 
 from ..core import kernels
 from ..core.base import Tags
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, expected_skills, soft_confusion_counts
+from ..core.stats import clamp_to_gold, expected_skills, logsumexp, soft_confusion_counts
 from .base import BaseAggregator
 
 __all__ = ["MinimaxEntropy", "SPARSE_MIN_CLASSES", "SPARSE_Q_FLOOR"]
@@ -371,7 +371,6 @@ class MinimaxEntropy(BaseAggregator):
             prior = q.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
             # (answer, class) pairs with weight q_j(c) above the floor
-            ptr = np.concatenate([[0], np.cumsum(answers_per_task)])
             cand_t, cand_c = np.nonzero(q >= SPARSE_Q_FLOOR)
             per_task = np.bincount(cand_t, minlength=n_t)
             rep = per_task[t_of]  # candidate classes of each answer's task
@@ -420,13 +419,23 @@ class MinimaxEntropy(BaseAggregator):
 
             # E-step: closed form for (answer, class) pairs whose two rows are both inactive
             loglik = votes * d_log_k - answers_per_task[:, None] * base_lse
-            hit = active_s.reshape(n_w, k)[w_of] | active_t.reshape(n_t, k)[t_of]  # (n, K)
-            e2, c2 = np.nonzero(hit)
+            hit_t = active_t.reshape(n_t, k)[t_of]  # (n, K)
+            hit = active_s.reshape(n_w, k)[w_of] | hit_t
+            # a pair whose task row is inactive has tau = 0 there: its logits are the worker
+            # row, whose log-normaliser is taken once per row instead of once per answer
+            s_rows = np.flatnonzero(active_s)
+            lse_s = np.zeros(n_w * k)
+            lse_s[s_rows] = logsumexp(sig[s_rows], axis=1)
+            row_of = w_of[:, None] * k + np.arange(k)  # (n, K): sigma row of each pair
+            exact = sig[row_of, a_of[:, None]] - lse_s[row_of]
+            e2, c2 = np.nonzero(hit_t)
             logits = sig[w_of[e2] * k + c2] + tau[t_of[e2] * k + c2]
-            a2 = a_of[e2]
-            exact = logits[np.arange(e2.size), a2] - logsumexp(logits, axis=1)
-            closed = np.where(c2 == a2, d_log_k, 0.0) - base_lse
-            loglik += np.bincount(t_of[e2] * k + c2, weights=exact - closed, minlength=n_t * k).reshape(n_t, k)
+            exact[e2, c2] = logits[np.arange(e2.size), a_of[e2]] - logsumexp(logits, axis=1)
+            closed = np.where(np.arange(k) == a_of[:, None], d_log_k, 0.0) - base_lse
+            # every (answer, class) cell in answer order, 0 off the hit pairs: the same sums
+            diff = np.where(hit, exact - closed, 0.0)
+            loglik += np.bincount((t_of[:, None] * k + np.arange(k)).ravel(), weights=diff.ravel(),
+                                  minlength=n_t * k).reshape(n_t, k)
             logq = np.log(prior)[None, :] + loglik
             if known is not None:
                 logq[known] = np.where(np.eye(k)[gold[known]] > 0, 0.0, -np.inf)
