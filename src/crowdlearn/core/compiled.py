@@ -584,8 +584,15 @@ def mace_estep(task, wl, label, n_tasks, log_know, log_spam, log_xi, log_prior, 
     # touches one cache line (the answers visit the workers at random)
     uv = np.empty((m * k, 2))
     knows = np.empty(m * k)  # know_w / v: the share of "knows" in an answer l of w given truth l
+    # only the (worker, label) cells some answer has: with many workers of one or two answers
+    # most cells have none, and their exp and log1p were most of the pass
+    used = np.zeros(m * k, np.bool_)
+    for i in range(len(wl)):
+        used[wl[i]] = True
     for w in range(m):
         for l in range(k):
+            if not used[w * k + l]:
+                continue
             u = log_spam[w] + log_xi[w, l]
             e = np.exp(-abs(u - log_know[w]))
             uv[w * k + l, 0] = u
@@ -627,7 +634,8 @@ def mace_estep(task, wl, label, n_tasks, log_know, log_spam, log_xi, log_prior, 
             prefetch_row(rows, wl[i + PREFETCH_DISTANCE])
         know_wl[wl[i]] += post[task[i], label[i]]
     for c in range(m * k):
-        know_wl[c] *= knows[c]
+        if used[c]:  # a cell without answers keeps its 0
+            know_wl[c] *= knows[c]
     return ll
 
 
@@ -644,6 +652,10 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log
     m, k = log_xi.shape
     beta_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
     dir_norm = math.lgamma(k * g) - k * math.lgamma(g)
+    # a (worker, label) cell without answers has strategy pseudo-count exactly g: its digamma
+    # and log-gamma once (most cells, when many workers give one or two answers)
+    psi_g = digamma(g)
+    lgamma_g = math.lgamma(g)
     c1 = np.empty(k)  # the worker's strategy pseudo-counts
     penalty = 0.0
     for w in range(m):
@@ -669,8 +681,13 @@ def mace_vb_mstep(know_wl, n_wl, a, b, g, psi_total, lgamma_total, log_know, log
         psi_s = digamma(s1)
         kl += math.lgamma(s1) - dir_norm
         for l in range(k):
-            e = digamma(c1[l]) - psi_s
-            log_xi[w, l] = e
-            kl += (c1[l] - g) * e - math.lgamma(c1[l])
+            if n_wl[w * k + l] == 0.0:  # c1[l] == g
+                e = psi_g - psi_s
+                log_xi[w, l] = e
+                kl += (c1[l] - g) * e - lgamma_g
+            else:
+                e = digamma(c1[l]) - psi_s
+                log_xi[w, l] = e
+                kl += (c1[l] - g) * e - math.lgamma(c1[l])
         penalty -= kl
     return penalty
