@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import NamedTuple
 
-__all__ = ["methods", "get_method", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
+__all__ = ["methods", "get_method", "fresh_estimator", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
            "DEFAULT_METHODS", "Entry", "load_path"]
 
 
@@ -173,6 +173,23 @@ def get_method(name: str, kind: str | None = None):
         what = "method" if kind is None else f"{kind} method"
         raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}") from None
     return load_path(entry.path)
+
+
+def fresh_estimator(spec, kind: str | None = None, random_state=0):
+    """An unfitted estimator for a method that fits another one (a wrapper's ``base``).
+
+    ``spec`` is a registered name, instantiated with its defaults and given
+    ``random_state`` when it takes one, or an estimator, cloned with its own parameters
+    (so the caller's object is never fitted or changed).
+    """
+    if isinstance(spec, str):
+        est = get_method(spec, kind)()
+        if "random_state" in est.get_params():
+            est.set_params(random_state=random_state)
+        return est
+    from sklearn.base import clone
+
+    return clone(spec)
 
 
 def methods(kind: str | None = None) -> dict[str, type]:

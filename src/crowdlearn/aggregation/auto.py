@@ -60,11 +60,10 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from ..core.base import Tags, get_tags, resolve_generator
 from ..core.data import CrowdLabels
-from ..registry import get_method
+from ..registry import fresh_estimator, get_method
 from .base import BaseAggregator
 
 __all__ = ["AutoAggregator", "heldout_scores", "stacking_weights"]
@@ -83,12 +82,8 @@ _DENSE_BYTES = 1e9
 
 
 def _make(candidate: Any, random_state):
-    if isinstance(candidate, str):
-        est = get_method(candidate)()
-        if "random_state" in est.get_params():
-            est.set_params(random_state=random_state)
-        return candidate, est
-    return type(candidate).__name__, clone(candidate)
+    name = candidate if isinstance(candidate, str) else type(candidate).__name__
+    return name, fresh_estimator(candidate, random_state=random_state)
 
 
 def _folds(data: CrowdLabels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:

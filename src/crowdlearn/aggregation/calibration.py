@@ -35,11 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
-from sklearn.base import clone
 
 from ..core.base import Tags, get_tags, resolve_generator
 from ..core.data import CrowdLabels
-from ..registry import get_method
+from ..registry import fresh_estimator, get_method
 from .base import BaseAggregator, GoldCodes
 
 __all__ = ["CalibratedAggregator", "fit_calibration", "apply_calibration"]
@@ -189,14 +188,6 @@ class CalibratedAggregator(BaseAggregator):
                                    has_worker_model=base.has_worker_model,
                                    predict_matches_fit=base.predict_matches_fit)
 
-    def _make_base(self):
-        if isinstance(self.base, str):
-            est = get_method(self.base)()
-            if "random_state" in est.get_params():
-                est.set_params(random_state=self.random_state)
-            return est
-        return clone(self.base)
-
     @staticmethod
     def _posteriors(est, data: CrowdLabels) -> np.ndarray:
         return est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
@@ -218,7 +209,7 @@ class CalibratedAggregator(BaseAggregator):
         for fold in folds:
             others = gold.copy()
             others[fold] = -1
-            est = self._make_base()
+            est = fresh_estimator(self.base, random_state=self.random_state)
             with warnings.catch_warnings():
                 # a fold's warnings repeat the final fit's (which the user sees)
                 warnings.simplefilter("ignore")
@@ -235,7 +226,7 @@ class CalibratedAggregator(BaseAggregator):
             "ece_before": expected_calibration_error(proba, y),
             "ece_after": expected_calibration_error(after, y),
         })
-        base = self._make_base()
+        base = fresh_estimator(self.base, random_state=self.random_state)
         base.fit(data, gold=GoldCodes(gold))
         self.base_ = base
         for attr in ("n_iter_", "converged_"):

@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from ..core.base import Tags, get_tags
 from ..core.data import CrowdLabels
-from ..registry import get_method
+from ..registry import fresh_estimator, get_method
 from .base import BaseAggregator
 
 __all__ = ["SpammerFiltered"]
@@ -82,18 +81,10 @@ class SpammerFiltered(BaseAggregator):
                                    stochastic=base.stochastic, has_worker_model=base.has_worker_model,
                                    predict_matches_fit=base.predict_matches_fit)
 
-    def _make_base(self):
-        if isinstance(self.base, str):
-            est = get_method(self.base)()
-            if "random_state" in est.get_params():
-                est.set_params(random_state=self.random_state)
-            return est
-        return clone(self.base)
-
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         from ..diagnostics.detection import detect_spammers
 
-        base = self._make_base()
+        base = fresh_estimator(self.base, random_state=self.random_state)
         table = detect_spammers(
             data,
             alpha=self.alpha,

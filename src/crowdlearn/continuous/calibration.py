@@ -22,10 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
-from sklearn.base import clone
 
 from ..core.base import get_tags, resolve_generator
-from ..registry import get_method
+from ..registry import fresh_estimator, get_method
 from .base import ContinuousEstimator, ContinuousFit
 from .data import ContinuousAnswers
 
@@ -115,14 +114,6 @@ class CalibratedContinuous(ContinuousEstimator):
         return dataclasses.replace(super().__crowd_tags__(), has_worker_model=base.has_worker_model,
                                    stochastic=base.stochastic)
 
-    def _make_base(self):
-        if isinstance(self.base, str):
-            est = get_method(self.base, "continuous")()
-            if "random_state" in est.get_params():
-                est.set_params(random_state=self.random_state)
-            return est
-        return clone(self.base)
-
     def _fit(self, data: ContinuousAnswers, gold: np.ndarray) -> ContinuousFit:
         if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
             raise ValueError(f"cv must be an integer >= 2 (folds of the gold tasks), got {self.cv!r}")
@@ -143,7 +134,7 @@ class CalibratedContinuous(ContinuousEstimator):
         for fold in folds:
             others = gold.copy()
             others[fold] = np.nan
-            fitted = self._make_base().fit(data, gold=gold_series(others))
+            fitted = fresh_estimator(self.base, "continuous", self.random_state).fit(data, gold=gold_series(others))
             est[fold] = fitted.estimates_.to_numpy()[fold]
             se[fold] = fitted.stderr_.to_numpy()[fold]
         r, s = gold[known] - est[known], se[known]
@@ -157,7 +148,7 @@ class CalibratedContinuous(ContinuousEstimator):
             "coverage95_before": float(np.mean(np.abs(r) <= 1.96 * s)),
             "coverage95_after": float(np.mean(np.abs(r) <= 1.96 * wide)),
         })
-        base = self._make_base().fit(data, gold=gold_series(gold))
+        base = fresh_estimator(self.base, "continuous", self.random_state).fit(data, gold=gold_series(gold))
         self.base_ = base
         worker = {}
         if hasattr(base, "worker_noise_"):
