@@ -193,7 +193,7 @@ class CalibratedAggregator(BaseAggregator):
         return est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
 
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
-        from ..diagnostics.metrics import expected_calibration_error
+        from ..diagnostics.metrics import expected_calibration_error, log_loss
 
         if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
             raise ValueError(f"cv must be an integer >= 2 (folds of the gold tasks), got {self.cv!r}")
@@ -221,8 +221,9 @@ class CalibratedAggregator(BaseAggregator):
         self.calibration_ = pd.Series({
             "n_gold": float(len(known)),
             "accuracy": float(np.mean(proba.argmax(axis=1) == y)),
-            "log_loss_before": _nll(proba, y, 1.0, 0.0),
-            "log_loss_after": _nll(proba, y, self.temperature_, self.eps_),
+            # the library's log-loss (probabilities clipped at 1e-15, as `benchmark` reports it)
+            "log_loss_before": log_loss(proba, y),
+            "log_loss_after": log_loss(after, y),
             "ece_before": expected_calibration_error(proba, y),
             "ece_after": expected_calibration_error(after, y),
         })
