@@ -248,6 +248,16 @@ def test_dask_bad_input_is_named(client):
         cl.DawidSkene().fit(dd.from_pandas(df, npartitions=2))
 
 
+def test_dask_missing_value_in_a_file_names_file_and_line(client, tmp_path):
+    """The dask engine finds a missing value among distinct values, not rows: from files it
+    names the file and line as the stream and in-memory readers do (it named neither)."""
+    good, bad = tmp_path / "a.csv", tmp_path / "b.csv"
+    good.write_text("task,worker,label\n1,a,x\n1,b,y\n")
+    bad.write_text("task,worker,label\n2,a,x\n2,b,\n")
+    with pytest.raises(ValueError, match=r"b\.csv: missing value in column 'label' at line 3$"):
+        fit_dask(cl.DawidSkene(), str(tmp_path / "*.csv"), client=client)
+
+
 def test_coding_matches_from_frame():
     """Global codes are the in-memory codes: sorted ids, one class per number spelling."""
     labels = pd.Series(["1", "1.0", "2", "10", "x"])

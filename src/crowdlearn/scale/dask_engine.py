@@ -190,6 +190,21 @@ def _as_dask_frame(answers: Any, columns: Columns):
     raise TypeError(f"answers must be a dask or pandas DataFrame or a path of answer files, got {type(answers).__name__}")
 
 
+def _located(exc: ValueError, answers: Any, columns: Columns) -> ValueError:
+    """A missing value found by the coding (which sees distinct values, not rows), named by
+    file and line when the answers are files: the streaming reader finds the first one."""
+    if "missing value" not in str(exc) or not isinstance(answers, (str, os.PathLike, list, tuple)):
+        return exc
+    from .stream import answer_files, read_chunks
+
+    try:
+        for _ in read_chunks(answer_files(answers), columns, 1_000_000):
+            pass
+    except (ValueError, OSError) as located:
+        return located if isinstance(located, ValueError) else exc
+    return exc
+
+
 def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns(), classes: Any = None,
              out: str | None = None, npartitions: int | None = None, verbose: bool | None = None,
              callback: Any = None, on_stage: Any = None) -> pd.DataFrame | list[str]:
@@ -251,7 +266,10 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
             raise not_utf8(answers, exc, "dask") from None
     if len(workers) == 0:
         raise ValueError("no crowd answers to aggregate")
-    coding = Coding.from_values(workers, labels, classes)
+    try:
+        coding = Coding.from_values(workers, labels, classes)
+    except ValueError as exc:
+        raise _located(exc, answers, columns) from None
     stage(f"{coding.n_workers:,} workers, {coding.n_classes} classes: shuffling the answers by task")
     with dask.config.set(shuffle_config):
         npartitions = npartitions or default_partitions(int(n_answers), coding, ddf.npartitions,
