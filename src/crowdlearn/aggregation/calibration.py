@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
 
-from ..core.base import Tags, get_tags, resolve_generator
+from ..core.base import Tags, get_tags
+from ..core.calibration import gold_folds, profile_fit
 from ..core.data import CrowdLabels
 from ..registry import fresh_estimator, get_method
 from .base import BaseAggregator, GoldCodes
@@ -71,13 +71,9 @@ def apply_calibration(proba: np.ndarray, temperature: float, eps: float) -> np.n
     return (1.0 - eps) * q + eps / proba.shape[1]
 
 
-def _nll(proba: np.ndarray, y: np.ndarray, temperature: float, eps: float) -> float:
-    """Mean negative log-likelihood of the gold classes ``y`` under the calibrated ``proba``."""
-    return _nll_of_logs(np.log(np.maximum(proba, _FLOOR)), y, temperature, eps)
-
-
-def _nll_of_logs(logq: np.ndarray, y: np.ndarray, temperature: float, eps: float) -> float:
-    """:func:`_nll` from ``log q`` (the fit evaluates it hundreds of times)."""
+def _nll(logq: np.ndarray, y: np.ndarray, temperature: float, eps: float) -> float:
+    """Mean negative log-likelihood of the gold classes ``y`` under the calibrated posteriors
+    whose logs are ``logq`` (taken once: the fit evaluates this hundreds of times)."""
     z = temperature * logq
     top = z.max(axis=1)
     log_norm = top + np.log(np.exp(z - top[:, None]).sum(axis=1))
@@ -108,27 +104,13 @@ def fit_calibration(proba: np.ndarray, y: np.ndarray, mix: bool = True) -> tuple
     if np.any((y < 0) | (y >= proba.shape[1])):
         raise ValueError(f"gold class codes must lie in [0, {proba.shape[1] - 1}]")
     logq = np.log(np.maximum(proba, _FLOOR))
+    grid = np.concatenate([[0.0], np.geomspace(1e-4, _EPS_MAX, 17)]) if mix else np.zeros(1)
+    return profile_fit(lambda t, eps: _nll(logq, y, t, eps), grid, _LOG_T, 1e-4)
 
-    def best_temperature(eps: float):
-        res = minimize_scalar(lambda lt: _nll_of_logs(logq, y, np.exp(lt), eps), bounds=_LOG_T,
-                              method="bounded", options={"xatol": 1e-5})
-        return float(res.fun), float(np.exp(res.x))
 
-    if not mix:
-        return best_temperature(0.0)[1], 0.0
-    # a profile over eps: for each eps of a grid, the best temperature (a one-dimensional,
-    # bounded search); the likelihood is flat in eps near 0 on a log scale, where a
-    # gradient search started there stalls, so the grid covers 1e-4 to EPS_MAX evenly in log
-    grid = np.concatenate([[0.0], np.geomspace(1e-4, _EPS_MAX, 17)])
-    fits = [best_temperature(e) for e in grid]
-    i = int(np.argmin([f for f, _ in fits]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    if hi > lo:  # refine between the neighbours of the best grid point
-        res = minimize_scalar(lambda e: best_temperature(e)[0], bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-4})
-        if res.fun < fits[i][0]:
-            return best_temperature(float(res.x))[1], float(res.x)
-    return fits[i][1], float(grid[i])
+def _codes_order(proba: pd.DataFrame, data: CrowdLabels) -> np.ndarray:
+    """A posterior table keyed by ids as an array in ``data``'s task and class code order."""
+    return proba.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
 
 
 class CalibratedAggregator(BaseAggregator):
@@ -188,25 +170,17 @@ class CalibratedAggregator(BaseAggregator):
                                    has_worker_model=base.has_worker_model,
                                    predict_matches_fit=base.predict_matches_fit)
 
-    @staticmethod
-    def _posteriors(est, data: CrowdLabels) -> np.ndarray:
-        return est.probas_.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
-
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         from ..diagnostics.metrics import expected_calibration_error, log_loss
 
-        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            raise ValueError(f"cv must be an integer >= 2 (folds of the gold tasks), got {self.cv!r}")
         known = np.flatnonzero(gold >= 0) if gold is not None else np.array([], dtype=np.int64)
         if len(known) < 2:
             raise ValueError(
                 f"CalibratedAggregator learns its calibration from gold labels: fit(labels, "
                 f"gold=...) needs at least 2 gold tasks among the answers' tasks, got {len(known)}"
             )
-        rng = resolve_generator(self.random_state)
-        folds = np.array_split(rng.permutation(known), min(int(self.cv), len(known)))
         held = np.empty((data.n_tasks, data.n_classes))
-        for fold in folds:
+        for fold in gold_folds(known, self.cv, self.random_state):
             others = gold.copy()
             others[fold] = -1
             est = fresh_estimator(self.base, random_state=self.random_state)
@@ -214,7 +188,7 @@ class CalibratedAggregator(BaseAggregator):
                 # a fold's warnings repeat the final fit's (which the user sees)
                 warnings.simplefilter("ignore")
                 est.fit(data, gold=GoldCodes(others) if np.any(others >= 0) else None)
-            held[fold] = self._posteriors(est, data)[fold]
+            held[fold] = _codes_order(est.probas_, data)[fold]
         proba, y = held[known], gold[known]
         self.temperature_, self.eps_ = fit_calibration(proba, y, mix=bool(self.mix))
         after = apply_calibration(proba, self.temperature_, self.eps_)
@@ -233,10 +207,8 @@ class CalibratedAggregator(BaseAggregator):
         for attr in ("n_iter_", "converged_"):
             if hasattr(base, attr):
                 setattr(self, attr, getattr(base, attr))
-        return apply_calibration(self._posteriors(base, data), self.temperature_, self.eps_)
+        return apply_calibration(_codes_order(base.probas_, data), self.temperature_, self.eps_)
 
     def _predict_proba_codes(self, data: CrowdLabels) -> np.ndarray:
         """The base's posteriors for ``data``, calibrated with the fitted ``T`` and ``eps``."""
-        proba = self.base_.predict_proba(data)
-        proba = proba.reindex(index=data.tasks, columns=data.classes, fill_value=0.0).to_numpy()
-        return apply_calibration(proba, self.temperature_, self.eps_)
+        return apply_calibration(_codes_order(self.base_.predict_proba(data), data), self.temperature_, self.eps_)

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import minimize_scalar
 
-from ..core.base import get_tags, resolve_generator
+from ..core.base import get_tags
+from ..core.calibration import gold_folds, profile_fit
 from ..registry import fresh_estimator, get_method
 from .base import ContinuousEstimator, ContinuousFit
 from .data import ContinuousAnswers
@@ -57,21 +57,8 @@ def fit_variance_calibration(residual: np.ndarray, stderr: np.ndarray) -> tuple[
         return 1.0, 0.0
     floor = 1e-12 * scale  # a zero standard error (an unanimous task) with b = 0 stays finite
 
-    def best_a(b: float):
-        res = minimize_scalar(lambda la: _gaussian_nll(r, np.exp(la) * se2 + b + floor), bounds=_LOG_A,
-                              method="bounded", options={"xatol": 1e-5})
-        return float(res.fun), float(np.exp(res.x))
-
     grid = np.concatenate([[0.0], scale * np.geomspace(1e-4, 1.0, 17)])
-    fits = [best_a(b) for b in grid]
-    i = int(np.argmin([f for f, _ in fits]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    if hi > lo:
-        res = minimize_scalar(lambda b: best_a(b)[0], bounds=(lo, hi), method="bounded",
-                              options={"xatol": 1e-4 * scale})
-        if res.fun < fits[i][0]:
-            return best_a(float(res.x))[1], float(res.x)
-    return fits[i][1], float(grid[i])
+    return profile_fit(lambda a, b: _gaussian_nll(r, a * se2 + b + floor), grid, _LOG_A, 1e-4 * scale)
 
 
 class CalibratedContinuous(ContinuousEstimator):
@@ -115,8 +102,6 @@ class CalibratedContinuous(ContinuousEstimator):
                                    stochastic=base.stochastic)
 
     def _fit(self, data: ContinuousAnswers, gold: np.ndarray) -> ContinuousFit:
-        if isinstance(self.cv, bool) or not isinstance(self.cv, (int, np.integer)) or self.cv < 2:
-            raise ValueError(f"cv must be an integer >= 2 (folds of the gold tasks), got {self.cv!r}")
         known = np.flatnonzero(np.isfinite(gold))
         if len(known) < 3:
             raise ValueError(
@@ -128,10 +113,8 @@ class CalibratedContinuous(ContinuousEstimator):
             ok = np.isfinite(values)
             return pd.Series(values[ok], index=data.tasks[ok]) if ok.any() else None
 
-        rng = resolve_generator(self.random_state)
-        folds = np.array_split(rng.permutation(known), min(int(self.cv), len(known)))
         est, se = np.empty(data.n_tasks), np.empty(data.n_tasks)
-        for fold in folds:
+        for fold in gold_folds(known, self.cv, self.random_state):
             others = gold.copy()
             others[fold] = np.nan
             fitted = fresh_estimator(self.base, "continuous", self.random_state).fit(data, gold=gold_series(others))
