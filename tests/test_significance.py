@@ -79,6 +79,21 @@ def test_run_methods_reports_intervals_and_test_against_best():
     assert (long["log_loss"] > 0).all() and long["ece"].between(0, 1).all()
 
 
+def test_run_methods_reports_a_missing_optional_dependency(monkeypatch):
+    """A method whose optional dependency is missing (MMLC without torch, now that folders'
+    features reach it) is one row's error, not the end of the table."""
+    from crowdlearn.aggregation.majority_vote import MajorityVote
+
+    def no_torch(self, *args, **kwargs):
+        raise ImportError("No module named 'torch'")
+
+    monkeypatch.setattr(MajorityVote, "fit", no_torch)
+    data = simulate.dawid_skene(n_tasks=50, n_workers=8, n_classes=2, labels_per_task=3, seed=0)
+    long = run_methods({"sim": data}, ["mv", "ds"]).set_index("method")
+    assert long.loc["mv", "error"] == "No module named 'torch'" and np.isnan(long.loc["mv", "accuracy"])
+    assert long.loc["ds", "accuracy"] > 0.5
+
+
 def test_benchmark_prints_interval_and_calibration(tmp_path, capsys):
     data = simulate.dawid_skene(n_tasks=120, n_workers=10, n_classes=2, labels_per_task=4, seed=3)
     frame = data.to_frame()

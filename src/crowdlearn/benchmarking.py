@@ -78,8 +78,9 @@ def run_methods(
     of the posteriors (``probas_``) on the gold tasks, ``seconds`` and ``error``
     (:mod:`crowdlearn.diagnostics.significance`, :mod:`crowdlearn.diagnostics.metrics`).
 
-    A method that raises ``ValueError`` or ``NotImplementedError`` is reported in ``error``
-    instead of aborting the whole table.
+    A method that raises ``ValueError`` or ``NotImplementedError``, or lacks an optional
+    dependency (``ImportError``: MMLC without torch), is reported in ``error`` instead of
+    aborting the whole table.
     """
     from .diagnostics.metrics import expected_calibration_error, log_loss
     from .diagnostics.significance import accuracy_interval, correct_per_task, paired_comparison
@@ -102,7 +103,7 @@ def run_methods(
                     raise ValueError(NEEDS_FEATURES)  # MMLC: not a failure of the method
                 est.fit(data)
                 err = None
-            except (ValueError, NotImplementedError) as exc:  # e.g. a binary-only method
+            except (ValueError, NotImplementedError, ImportError) as exc:  # binary-only; torch missing
                 err = str(exc).splitlines()[0]
             elapsed = time.perf_counter() - t0
             row = {"dataset": dname, "method": name, "accuracy": np.nan, "low": np.nan, "high": np.nan,
@@ -136,7 +137,8 @@ def run_kind_methods(
     """Fit each method of an answer kind on each dataset of that kind; a long table
     (dataset, method, one column per metric of :func:`truth_scores`, seconds, error).
 
-    A method that raises ``ValueError`` is reported in ``error`` instead of aborting the table.
+    A method that raises ``ValueError`` or ``NotImplementedError``, or lacks an optional
+    dependency (``ImportError``), is reported in ``error`` instead of aborting the table.
     """
     names = list(method_names) if method_names is not None else list(methods(kind))
     rows = []
@@ -151,7 +153,7 @@ def run_kind_methods(
                     raise ValueError(NEEDS_FEATURES)
                 est.fit(data)
                 scores, err = truth_scores(est, data), None
-            except (ValueError, NotImplementedError) as exc:
+            except (ValueError, NotImplementedError, ImportError) as exc:
                 scores, err = {}, str(exc).splitlines()[0]
             rows.append({"dataset": dname, "method": name, **scores,
                          "seconds": time.perf_counter() - t0, "error": err})
