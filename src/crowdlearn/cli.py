@@ -313,6 +313,22 @@ def _check_calibrate(args, kind: str) -> None:
         raise UsageError("--calibrate learns from gold labels: give --gold")
 
 
+def _calibrated(args, kind: str, est, data):
+    """--calibrate: ``est`` wrapped in its kind's calibration (the confidences of class
+    labels, the standard errors of continuous answers) and the gold it learns from."""
+    gold = data.truth_series() if data.truth is not None else None
+    if gold is None or gold.empty:
+        raise UsageError("--calibrate learns from gold: give --gold with tasks of the answers")
+    seed = 0 if args.seed is None else args.seed
+    if kind == "continuous":
+        from .continuous.calibration import CalibratedContinuous
+
+        return CalibratedContinuous(est, random_state=seed), gold
+    from .aggregation.calibration import CalibratedAggregator
+
+    return CalibratedAggregator(est, random_state=seed), gold
+
+
 def _check_group_flags(args, kind: str) -> None:
     """The group report's flags: with --group-col, on class labels (they were ignored)."""
     orphans = [flag for flag, value in (("--tasks", args.tasks), ("--positive", args.positive),
@@ -449,12 +465,7 @@ def _fit_answers(args, kind: str, data) -> int:
     _stage(args, f"fitting {name}")
     t0 = time.perf_counter()
     if args.calibrate:  # continuous (checked before reading): standard errors from the gold
-        from .continuous.calibration import CalibratedContinuous
-
-        gold = data.truth_series() if data.truth is not None else None
-        if gold is None or gold.empty:
-            raise UsageError("--calibrate learns from gold values: give --gold with tasks of the answers")
-        est = CalibratedContinuous(est, random_state=0 if args.seed is None else args.seed)
+        est, gold = _calibrated(args, kind, est, data)
         est.fit(data, gold=gold)
     else:
         est.fit(data)
@@ -524,12 +535,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     est = _make_estimator(name, kind, args.seed, params)
     fit_gold = None
     if args.calibrate:
-        from .aggregation.calibration import CalibratedAggregator
-
-        if not has_gold:
-            raise UsageError("--calibrate learns from gold labels: give --gold with tasks of the answers")
-        est = CalibratedAggregator(est, random_state=0 if args.seed is None else args.seed)
-        fit_gold = data.truth_series()
+        est, fit_gold = _calibrated(args, kind, est, data)
     _stage(args, f"fitting {name} on {data.n_labels:,} answers")
     t0 = time.perf_counter()
     est.fit(data, gold=fit_gold)
