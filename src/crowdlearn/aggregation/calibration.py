@@ -37,6 +37,7 @@ import pandas as pd
 
 from ..core.base import Tags, get_tags
 from ..core.calibration import gold_folds, profile_fit
+from ..core.stats import logsumexp
 from ..core.data import CrowdLabels
 from ..registry import fresh_estimator, get_method
 from .base import BaseAggregator, GoldCodes
@@ -75,8 +76,7 @@ def _nll(logq: np.ndarray, y: np.ndarray, temperature: float, eps: float) -> flo
     """Mean negative log-likelihood of the gold classes ``y`` under the calibrated posteriors
     whose logs are ``logq`` (taken once: the fit evaluates this hundreds of times)."""
     z = temperature * logq
-    top = z.max(axis=1)
-    log_norm = top + np.log(np.exp(z - top[:, None]).sum(axis=1))
+    log_norm = logsumexp(z, axis=1)
     p_gold = (1.0 - eps) * np.exp(z[np.arange(len(y)), y] - log_norm) + eps / logq.shape[1]
     return float(-np.log(np.maximum(p_gold, _FLOOR)).mean())
 
