@@ -464,6 +464,22 @@ def test_aggregate_calibrate_on_gold(tmp_path, capsys):
     assert code == 2 and "--calibrate learns from gold labels: give --gold" in err
 
 
+def test_aggregate_calibrate_prints_why_auto_chose(tmp_path, capsys):
+    """With --calibrate the fitted method sits inside the calibration wrapper; `auto`'s
+    reason still reaches stderr (it was looked up on the wrapper and lost)."""
+    from crowdlearn.simulate import WorkerSpec, crowd
+
+    data = crowd(60, 2, [WorkerSpec.one_coin(5)], labels_per_task=3, seed=2)
+    src, gold = tmp_path / "a.csv", tmp_path / "gold.csv"
+    data.to_frame().to_csv(src, index=False)
+    data.truth_series().iloc[:30].rename("truth").to_frame().to_csv(gold)
+    code, _, err = run(["aggregate", str(src), "--method", "auto", "--param", "candidates=mv,ds",
+                        "--gold", str(gold), "--calibrate", "--out", str(tmp_path / "out.csv")], capsys)
+    assert code == 0, err
+    assert "calibrated on 30 gold tasks" in err
+    assert any(line.startswith("auto: chose") for line in err.splitlines()), err
+
+
 def test_aggregate_platform_export(tmp_path, capsys):
     """--format reads a platform export (here a Toloka results TSV, rejected assignments
     dropped, control tasks' GOLDEN column as gold) and aggregates it like a long table."""

@@ -557,8 +557,9 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     elif has_gold:
         summary += f"; accuracy on {int((data.truth >= 0).sum())} gold tasks = {gold_accuracy(est.labels_, data):.4f}"
     print(summary, file=sys.stderr)
+    fitted = getattr(est, "base_", est) if args.calibrate else est  # the calibrated method's own notes
     for attr in ("reason_", "fallback_"):  # why `auto` chose, why a moment method fell back
-        note = getattr(est, attr, None)
+        note = getattr(fitted, attr, None)
         if isinstance(note, str) and note:
             print(f"{name}: {note}", file=sys.stderr)
     if groups is not None:
