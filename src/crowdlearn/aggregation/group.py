@@ -51,11 +51,10 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from scipy.special import logsumexp
 
 from ..core.base import Tags
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, expected_skills, vote_fractions
+from ..core.stats import clamp_to_gold, expected_skills, logsumexp, vote_fractions
 from .base import BaseAggregator
 
 __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
@@ -174,20 +173,26 @@ class GroupAwareDawidSkene(BaseAggregator):
         gcode = self._group_codes(data)
         n_g = int(gcode.max()) + 1
         alone = np.bincount(gcode, minlength=n_g)[gcode] == 1  # per worker
-        unit, u_task, u_group = _units(data, gcode, n_g, alone)
-        n_u = len(u_task)
+        lay = _Layout(data, gcode, n_g, alone)
+        n_u = lay.n_units
         need = 8.0 * (n_u + n_w) * k * k
         if need > 1e9:
             raise ValueError(
                 f"GroupAwareDawidSkene would need {n_u} (task, group) units x {k}^2 cells "
                 f"({need / 1e9:.1f} GB); with {k} classes use 'mv', 'wawa' or 'zbs'"
             )
-        gather, to_task = _unit_maps(data, unit, u_task)
         # sparse sums for the M-step (np.add.at is ~10x slower at 10^6 answers)
-        to_group = sp.csr_matrix((np.ones(n_u), (u_group, np.arange(n_u))), shape=(n_g, n_u))
-        to_cell = sp.csr_matrix(  # answer -> (worker, answered) row
-            (np.ones(data.n_labels), (data.worker.astype(np.int64) * k + data.label, np.arange(data.n_labels))),
-            shape=(n_w * k, data.n_labels),
+        to_group = sp.csr_matrix((np.ones(n_u), (lay.u_group, np.arange(n_u))), shape=(n_g, n_u))
+        grouped = ~lay.solo
+        n_grouped = int(grouped.sum())
+        to_cell = sp.csr_matrix(  # grouped answer -> (worker, answered) row
+            (np.ones(n_grouped), (data.worker[grouped].astype(np.int64) * k + data.label[grouped],
+                                  np.arange(n_grouped))),
+            shape=(n_w * k, n_grouped),
+        )
+        solo_cell = sp.csr_matrix(  # lone answer -> (its group, answered) row
+            (np.ones(len(lay.s_task)), (lay.s_group * k + lay.s_label, np.arange(len(lay.s_task)))),
+            shape=(n_g * k, len(lay.s_task)),
         )
 
         if init is not None:
@@ -198,9 +203,9 @@ class GroupAwareDawidSkene(BaseAggregator):
         known = None if gold is None else gold >= 0
         # initial hidden group labels: the group's own vote share on the task
         group_votes = np.zeros((n_u, k))
-        np.add.at(group_votes, (unit, data.label), 1.0)
+        np.add.at(group_votes, (lay.unit, data.label[grouped]), 1.0)
         zq = group_votes / group_votes.sum(axis=1, keepdims=True)
-        joint = post[u_task][:, :, None] * zq[:, None, :]  # q_jg(c, b)
+        joint = post[lay.u_task][:, :, None] * zq[:, None, :]  # q_jg(c, b)
 
         eye = np.eye(k)
         previous = -np.inf
@@ -209,23 +214,25 @@ class GroupAwareDawidSkene(BaseAggregator):
             # ---- M-step
             gam = np.full((n_g, k, k), self.alpha) + self.diag_alpha * eye  # as DawidSkene's
             gam += (to_group @ joint.reshape(n_u, k * k)).reshape(n_g, k, k)
+            # a lone answer's group label is the answer itself: q(c, b) = q_j(c) [b = a]
+            gam += (solo_cell @ post[lay.s_task]).reshape(n_g, k, k).transpose(0, 2, 1)
             gam = _rows_or_uniform(gam)
             zmarg = joint.sum(axis=1)  # (U, K) over b
             fid = np.full((n_w, k, k), self.alpha) + self.diag_alpha * eye
-            # fid[w, b, a] += zmarg[unit of the answer, b] for every answer (w, a)
-            fid += (to_cell @ zmarg[unit]).reshape(n_w, k, k).transpose(0, 2, 1)
+            # fid[w, b, a] += zmarg[unit of the answer, b] for every grouped answer (w, a)
+            fid += (to_cell @ zmarg[lay.unit]).reshape(n_w, k, k).transpose(0, 2, 1)
             fid = _rows_or_uniform(fid)
             fid[alone] = eye
             prior = post.sum(axis=0) + self.prior_alpha
             prior /= prior.sum()
             # ---- E-step
-            logp, ratio = _log_posterior(data, gam, fid, prior, gather, to_task, u_group)
+            logp, ratio = _log_posterior(data, gam, fid, prior, lay)
             if gold is not None:
                 logp[known] = np.where(eye[gold[known]] > 0, 0.0, -np.inf)
             norm = logsumexp(logp, axis=1, keepdims=True)
             post = np.exp(logp - norm)
             ll = float(norm.sum())
-            joint = post[u_task][:, :, None] * ratio
+            joint = post[lay.u_task][:, :, None] * ratio
             if self._record_iteration(ll, previous, data.n_labels):
                 break
             previous = ll
@@ -248,48 +255,59 @@ class GroupAwareDawidSkene(BaseAggregator):
         gcode = self.groups_.to_numpy()
         n_g = self.group_confusions_.shape[0]
         alone = np.bincount(gcode, minlength=n_g)[gcode] == 1
-        unit, u_task, u_group = _units(data, gcode, n_g, alone)
-        gather, to_task = _unit_maps(data, unit, u_task)
         logp, _ = _log_posterior(data, self.group_confusions_, self.fidelity_,
-                                 self.priors_.to_numpy(), gather, to_task, u_group)
+                                 self.priors_.to_numpy(), _Layout(data, gcode, n_g, alone))
         return np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
 
 
-def _units(data: CrowdLabels, gcode: np.ndarray, n_g: int, alone: np.ndarray):
-    """The (task, group) units with at least one answer: (unit of each answer, task, group).
+class _Layout:
+    """Where each answer enters the E-step.
 
-    Every answer of a worker alone in its group is its own unit: a worker who answers a task
-    twice gives two reads, as in Dawid-Skene (with every worker alone the model is exactly
-    DawidSkene, repeated answers included).
+    An answer of a worker alone in its group is its own unit whose group label is the answer
+    itself (identity fidelity), so its message is the column ``log Gamma_g[:, a]``: it is
+    kept per answer (``s_task``, ``s_group``, ``s_label``), ``O(K)`` each, as in Dawid-Skene
+    (a worker who answers a task twice gives two reads).  The answers of workers in groups of
+    two or more form the (task, group) units (``unit`` per grouped answer, ``u_task``,
+    ``u_group``), the only ones with a ``K x K`` joint ``q(c, b)``: at 40 classes a ``K^2``
+    array per lone answer was most of the memory.
     """
-    key = data.task.astype(np.int64) * n_g + gcode[data.worker]
-    solo = alone[data.worker]
-    key[solo] = np.int64(data.n_tasks) * n_g + np.flatnonzero(solo)
-    _, first, unit = np.unique(key, return_index=True, return_inverse=True)
-    return unit, data.task[first].astype(np.int64), gcode[data.worker[first]]
+
+    def __init__(self, data: CrowdLabels, gcode: np.ndarray, n_g: int, alone: np.ndarray) -> None:
+        self.solo = alone[data.worker]
+        grouped = np.flatnonzero(~self.solo)
+        key = data.task[grouped].astype(np.int64) * n_g + gcode[data.worker[grouped]]
+        _, first, unit = np.unique(key, return_index=True, return_inverse=True)
+        self.unit = unit.reshape(-1)
+        self.u_task = data.task[grouped[first]].astype(np.int64)
+        self.u_group = gcode[data.worker[grouped[first]]]
+        self.n_units = len(self.u_task)
+        self.grouped = grouped
+        lone = np.flatnonzero(self.solo)
+        self.s_task = data.task[lone].astype(np.int64)
+        self.s_group = gcode[data.worker[lone]].astype(np.int64)
+        self.s_label = data.label[lone].astype(np.int64)
+        n = data.n_tasks
+        self.gather = sp.csr_matrix(  # grouped answer -> unit
+            (np.ones(len(grouped)), (self.unit, np.arange(len(grouped)))), shape=(self.n_units, len(grouped)))
+        self.to_task = sp.csr_matrix(  # unit -> task
+            (np.ones(self.n_units), (self.u_task, np.arange(self.n_units))), shape=(n, self.n_units))
+        self.solo_to_task = sp.csr_matrix(  # lone answer -> task
+            (np.ones(len(lone)), (self.s_task, np.arange(len(lone)))), shape=(n, len(lone)))
 
 
-def _unit_maps(data: CrowdLabels, unit: np.ndarray, u_task: np.ndarray):
-    """Sparse sums answer -> unit (``gather``) and unit -> task (``to_task``)."""
-    n_u = len(u_task)
-    gather = sp.csr_matrix(
-        (np.ones(data.n_labels), (unit, np.arange(data.n_labels))), shape=(n_u, data.n_labels)
-    )
-    to_task = sp.csr_matrix((np.ones(n_u), (u_task, np.arange(n_u))), shape=(data.n_tasks, n_u))
-    return gather, to_task
-
-
-def _log_posterior(data, gam, fid, prior, gather, to_task, u_group):
-    """Unnormalised ``log q_j(c)`` (N, K) and, per unit, ``q(b | c)`` (U, K, K) of the E-step."""
-    # Floored, not -inf: a worker alone in its group copies the group label exactly
-    # (identity fidelity), yet may answer one task twice with different labels
-    # (duchenne, zencrowd, trec2010 have such repeats). With the floor each of those
-    # answers is equally "a slip" (the unit's terms shift by a constant that cancels
-    # in the posterior) instead of making every group label impossible (NaN).
-    log_fid = np.log(np.maximum(fid, _TINY))
-    lz = gather @ log_fid[data.worker, :, data.label]  # (U, K over b)
+def _log_posterior(data, gam, fid, prior, lay: _Layout):
+    """Unnormalised ``log q_j(c)`` (N, K) and, per grouped unit, ``q(b | c)`` (U, K, K)."""
     log_gam = np.log(np.maximum(gam, _TINY))
-    terms = log_gam[u_group] + lz[:, None, :]  # (U, c, b), finite (floored logs)
+    logp = np.log(prior)[None, :] + lay.solo_to_task @ log_gam[lay.s_group, :, lay.s_label]
+    k = gam.shape[1]
+    if lay.n_units == 0:
+        return logp, np.empty((0, k, k))
+    # Floored, not -inf: a member may answer one task twice with different labels; with the
+    # floor neither answer makes every group label impossible (NaN).
+    log_fid = np.log(np.maximum(fid, _TINY))
+    w, a = data.worker[lay.grouped], data.label[lay.grouped]
+    lz = lay.gather @ log_fid[w, :, a]  # (U, K over b)
+    terms = log_gam[lay.u_group] + lz[:, None, :]  # (U, c, b), finite (floored logs)
     # log-sum-exp over b by hand: the shifted exponentials are reused for the joint
     # (scipy's logsumexp and a second exp cost 2x at 10^6 answers)
     top = terms.max(axis=2, keepdims=True)
@@ -297,4 +315,4 @@ def _log_posterior(data, gam, fid, prior, gather, to_task, u_group):
     total = ratio.sum(axis=2, keepdims=True)
     ratio /= total  # = exp(terms - msg): q(b | c) within the unit
     msg = (top + np.log(total))[:, :, 0]  # (U, c)
-    return np.log(prior)[None, :] + to_task @ msg, ratio
+    return logp + lay.to_task @ msg, ratio
