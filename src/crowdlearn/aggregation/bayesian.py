@@ -35,12 +35,12 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy.special import logsumexp
 
 from ..core.base import Tags
 from ..core import kernels
 from ..core.data import CrowdLabels
-from ..core.stats import clamp_to_gold, dirichlet_expected_log, dirichlet_kl, expected_skills, vote_fractions
+from ..core.stats import (clamp_to_gold, dirichlet_expected_log, dirichlet_kl, expected_skills, logsumexp,
+                          vote_fractions)
 from .base import ConfusionAggregator
 from .dawid_skene import check_table_size
 

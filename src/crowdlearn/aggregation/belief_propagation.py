@@ -62,7 +62,7 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from ..core import kernels
 from ..core.base import Tags
@@ -73,6 +73,7 @@ from ..core.stats import (
     clamp_to_gold,
     class_sums,
     gauss_jacobi,
+    logsumexp,
     vote_fractions,
 )
 from .base import BaseAggregator

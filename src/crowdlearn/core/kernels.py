@@ -45,9 +45,9 @@ import warnings
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .data import CrowdLabels
+from .stats import logsumexp
 
 __all__ = ["estep", "mstep", "normalize_log", "resolve_backend", "load_compiled",
            "NUMBA_MIN_LABELS"]

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.special import logsumexp
 
 from ..core.data import CrowdLabels
-from ..core.stats import answer_log_sum, dirichlet_expected_log, gauss_jacobi, soft_confusion_counts
+from ..core.stats import answer_log_sum, dirichlet_expected_log, gauss_jacobi, logsumexp, soft_confusion_counts
 
 __all__ = ["reliability_nodes", "bp_one_coin", "mean_field_dirichlet"]
 
