@@ -10,8 +10,9 @@ from crowdlearn.registry import method_kinds
 
 def _cases():
     rng = np.random.default_rng(0)
-    n = 10_000  # every one of the 10^4 classes is used once
-    many = pd.DataFrame({"task": rng.integers(0, 300, n), "worker": rng.integers(0, 5, n),
+    n = 10_000  # every one of the 10^4 classes is used once (100 tasks: the tasks x classes
+    # posteriors, not the answers, are what costs here)
+    many = pd.DataFrame({"task": rng.integers(0, 100, n), "worker": rng.integers(0, 5, n),
                          "label": rng.permutation(n)})
     return {
         "single_task": pd.DataFrame({"task": ["t"] * 3, "worker": ["a", "b", "c"], "label": [1, 1, 0]}),
