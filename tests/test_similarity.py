@@ -79,6 +79,24 @@ def test_answers_that_never_say_different_give_one_cluster(method):
     assert est.n_clusters_ == 1 and set(est.clusters_) == {0}
 
 
+@pytest.mark.parametrize("method", [SymNMFClustering, SpectralSimilarity])
+@pytest.mark.parametrize("n_clusters", [None, 2])
+def test_one_pair_answered_different_gives_two_clusters(method, n_clusters):
+    """Two items whose only answers say "different": the estimate of K returned 1 for fewer
+    than 3 items, and SymNMF asked for K = n = 2 got a rank-1 completion (the eigen solver was
+    capped at n - 1 vectors), so both put the two items in one cluster with confidence 1."""
+    data = SimilarityAnswers.from_frame(pd.DataFrame(
+        [("u", "a", "b", 0), ("v", "a", "b", 0)], columns=list(SimilarityAnswers.ROLES)))
+    if n_clusters is None:
+        assert estimate_n_clusters(data) == 2
+    est = method(n_clusters=n_clusters).fit(data)
+    assert est.n_clusters_ == 2
+    assert est.clusters_["a"] != est.clusters_["b"]
+    # one pair answered "same" stays one cluster
+    same = SimilarityAnswers.from_frame(pd.DataFrame([("u", "a", "b", 1)], columns=list(SimilarityAnswers.ROLES)))
+    assert estimate_n_clusters(same) == 1 and set(method().fit(same).clusters_) == {0}
+
+
 def test_registered_under_similarity_kind():
     names = set(crowdlearn.methods(kind="similarity"))
     assert {"symnmf", "similarity-spectral"} <= names

@@ -144,12 +144,15 @@ def top_eigen(matvec, n: int, k: int):
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    k = max(1, min(k, n - 1)) if n > 1 else 1
     if n <= 400:
+        # the dense solver has all n eigenpairs: K = n items (two items, two clusters) gets
+        # n vectors, where the cap of ARPACK below (k < n) would leave a rank n - 1 matrix
+        k = max(1, min(k, n))
         dense = matvec(np.eye(n))
         vals, vecs = np.linalg.eigh((dense + dense.T) / 2)
         idx = np.argsort(vals)[::-1][:k]
         return vals[idx], vecs[:, idx]
+    k = max(1, min(k, n - 1))
     op = LinearOperator((n, n), matvec=matvec, matmat=matvec, dtype=float)
     vals, vecs = eigsh(op, k=k, which="LA", v0=np.ones(n), tol=1e-6,
                        ncv=min(n, max(2 * k + 1, 20)))
@@ -191,17 +194,20 @@ def estimate_n_clusters(data: SimilarityAnswers, max_clusters: int = 20) -> int:
     ``(a - b) n / K`` and the rest near zero (centring removes the mean's large first
     eigenvalue, which otherwise makes every gap but the first look small).  So
     ``K = 1 + argmax_k (lambda_k - lambda_{k+1})`` over ``k = 1 .. max_clusters``.  K = 1 is
-    returned only for fewer than 3 items and when no pair's answers lean "different" (then
-    nothing separates any two items, and the centred matrix is zero, so its gaps say
-    nothing): otherwise, with no cluster structure, the largest gap is noise, so pass
-    ``n_clusters`` when a single cluster is plausible.
+    returned only when no pair's answers lean "different" (then nothing separates any two
+    items, and the centred matrix is zero, so its gaps say nothing): otherwise, with no
+    cluster structure, the largest gap is noise, so pass ``n_clusters`` when a single
+    cluster is plausible.  Two items have no spectrum to read a gap from: they are two
+    clusters when their answers lean "different", else one.
     """
     n = data.n_items
-    if n < 3:
+    if n < 2:
         return 1
     lo, hi, ev, _ = pair_evidence(data)
     if not np.any(ev < 0):
         return 1
+    if n == 2:
+        return 2
     target = np.where(ev > 0, 1.0, np.where(ev < 0, 0.0, 0.5))
     fill = float(target.mean()) if len(target) else 0.5
     p = max(len(lo) / max(n * (n - 1) / 2, 1.0), 1e-12)
