@@ -37,6 +37,23 @@ def test_labels_and_tie_markers():
     assert not data.outcome.flags.writeable and data.left.dtype == np.int32
 
 
+def test_side_words_left_and_right_are_labels():
+    """README: the label is "a side or tie"; a file saying which side won ("left", "Right")
+    was refused as "neither the left nor the right item"."""
+    words = Comparisons.from_frame(_frame([
+        ("w1", "a", "b", "left"), ("w1", "a", "b", " Right "), ("w2", "b", "c", "tie"),
+        ("w2", 1, 2, "LEFT"),
+    ]))
+    ids = Comparisons.from_frame(_frame([
+        ("w1", "a", "b", "a"), ("w1", "a", "b", "b"), ("w2", "b", "c", "tie"), ("w2", 1, 2, "1"),
+    ]))
+    assert words.outcome.tolist() == ids.outcome.tolist() == [0, 1, 2, 0]
+    assert list(words.items) == list(ids.items)
+    # an item called "left" or "right" is still named by its id first
+    named = Comparisons.from_frame(_frame([("w1", "right", "left", "left"), ("w1", "x", "right", "right")]))
+    assert named.outcome.tolist() == [1, 1]
+
+
 def test_label_neither_side_nor_tie_names_the_row():
     df = _frame([("w1", "a", "b", "a"), ("w1", "a", "b", "c"), ("w2", "a", "b", "b")])
     with pytest.raises(ValueError, match=r"label 'c' is neither.*row position 1\b"):

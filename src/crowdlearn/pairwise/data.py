@@ -20,12 +20,14 @@ from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list,
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
-__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
+__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "SIDE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
 
 #: outcome codes
 LEFT, RIGHT, TIE = 0, 1, 2
 #: labels read as a tie (compared after stripping blanks and lower-casing)
 TIE_MARKERS = ("tie", "draw", "=")
+#: labels naming the winning side instead of its item (compared like the tie markers)
+SIDE_MARKERS = {"left": LEFT, "right": RIGHT}
 #: separator between the group and the item in the unit id of grouped comparisons
 GROUP_SEP = "::"
 #: :meth:`Comparisons.pair_index` numbers the pairs in a dense array of ``n_items^2`` entries
@@ -93,8 +95,9 @@ class Comparisons(AnswerTable):
     -----
     Labels: a label equal to the row's left id means "left wins", to its right id "right
     wins" (ids are compared as text, so ``3`` and ``"3"`` are the same item); otherwise, after
-    stripping blanks and lower-casing, ``"tie"``, ``"draw"`` and ``"="`` (:data:`TIE_MARKERS`)
-    mean a tie.  The side ids are checked first, so an item called ``tie`` can still win.
+    stripping blanks and lower-casing, ``"left"`` and ``"right"`` name the winning side
+    (:data:`SIDE_MARKERS`) and ``"tie"``, ``"draw"`` and ``"="`` (:data:`TIE_MARKERS`) mean a
+    tie.  The side ids are checked first, so an item called ``tie`` or ``left`` can still win.
     Anything else is refused with a ``ValueError`` naming the rows.
 
     Text ids and labels lose surrounding whitespace, as class labels' do
@@ -341,13 +344,17 @@ class Comparisons(AnswerTable):
         undecided = outcome < 0
         if undecided.any():
             marker = np.char.lower(np.char.strip(label_t[undecided].astype(str)))
-            is_tie = np.isin(marker, TIE_MARKERS)
-            outcome[np.flatnonzero(undecided)[is_tie]] = TIE
+            rows = np.flatnonzero(undecided)
+            outcome[rows[np.isin(marker, TIE_MARKERS)]] = TIE
+            # exports that record which side won ("left"/"right") rather than the item
+            for word, side in SIDE_MARKERS.items():
+                outcome[rows[marker == word]] = side
         bad = outcome < 0
         if bad.any():
             first = label_t[bad][0]
             raise ValueError(
-                f"label {first!r} is neither the left nor the right item nor a tie "
+                f"label {first!r} is neither the left nor the right item, nor a side "
+                f"({', '.join(repr(t) for t in SIDE_MARKERS)}), nor a tie "
                 f"({', '.join(repr(t) for t in TIE_MARKERS)}) at {row_list(bad, first_line)}")
 
         if group is not None:
