@@ -88,6 +88,16 @@ def test_console_script_entry_point():
     assert res.returncode == 0 and "glad" in res.stdout
 
 
+def test_python_dash_m_crowdlearn_runs_the_cli():
+    # without crowdlearn/__main__.py, `python -m crowdlearn` said "'crowdlearn' is a package
+    # and cannot be directly executed"
+    res = subprocess.run([sys.executable, "-m", "crowdlearn", "methods"], capture_output=True, text=True)
+    assert res.returncode == 0 and "glad" in res.stdout
+    bad = subprocess.run([sys.executable, "-m", "crowdlearn", "aggregate", "no_such_file.csv"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
 def test_aggregate_auto_says_what_it_chose(tmp_path, capsys):
     from crowdlearn import simulate
 
