@@ -201,6 +201,27 @@ def test_numeric_tags_follow_the_class_order():
     assert list(MultiLabelAnswers.from_frame(lists).tags) == [1, 2, 10, "b"]
 
 
+def test_number_tags_of_json_lists_meet_text_gold(tmp_path):
+    """Answers in JSON Lines hold number tags ([1, 10]); gold read from a CSV holds text
+    ("10|2").  The gold's tags were pooled with the answers' and refused as "class id '10' is
+    two different values, of types int and str" (class labels' gold matched by value)."""
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": [1, 2, 1, 2],
+                       "label": [[1, 10, 2], [2], [10, 2], []]})
+    truth = pd.Series({"1": "2|10", "2": "10|3"})
+    data = MultiLabelAnswers.from_frame(df, truth=truth)
+    assert list(data.tags) == [1, 2, 3, 10]  # the answers' spelling; a gold-only tag added
+    want = MultiLabelAnswers.from_frame(df, truth=pd.Series({1: [2, 10], 2: [10, 3]}))
+    np.testing.assert_array_equal(data.truth_code, want.truth_code)
+    np.testing.assert_array_equal(data.truth_ptr, want.truth_ptr)
+    # the command line: JSON Lines answers, CSV gold
+    from crowdlearn.cli import main
+
+    df.to_json(tmp_path / "a.jsonl", orient="records", lines=True)
+    truth.rename_axis("task").rename("truth").to_csv(tmp_path / "gold.csv")
+    assert main(["aggregate", str(tmp_path / "a.jsonl"), "--kind", "multilabel",
+                 "--gold", str(tmp_path / "gold.csv"), "--out", str(tmp_path / "out.csv")]) == 0
+
+
 def test_metric_tag_order_is_the_class_order():
     # the metrics' own tag index (no tags given) orders tags as MultiLabelAnswers does
     from crowdlearn.diagnostics.multilabel_metrics import tag_indicator

@@ -37,6 +37,36 @@ def _tag_list(value: Any, delimiter: str) -> list | None:
     return None
 
 
+def _spelled_as(gold: list, answers: list) -> list:
+    """Gold tags spelled as the answers spell the same tag.
+
+    Gold read from a file is text ("10|2") while a frame's tags may be numbers (JSON lists,
+    ``[10, 2]``); pooled as they are, ``10`` and ``"10"`` were two values of one id, an error.
+    A gold tag takes the answers' spelling of the same text; a gold-only tag takes the
+    answers' type when they all share one (text, or integers and the tag spells one), so the
+    tags keep one type.  Gold and answers of one type are returned unchanged.
+    """
+    if not gold or not answers:
+        return gold
+    kinds = {type(t) for t in answers} | {type(t) for t in gold}
+    if len(kinds) == 1:
+        return gold
+    spelled = {str(t): t for t in answers}
+    all_text = all(isinstance(t, str) for t in answers)
+    all_int = all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in answers)
+
+    def respell(tag):
+        if str(tag) in spelled:
+            return spelled[str(tag)]
+        if all_text:
+            return str(tag)
+        if all_int and isinstance(tag, str) and tag.lstrip("+-").isdigit():
+            return int(tag)
+        return tag
+
+    return [respell(t) for t in gold]
+
+
 def parse_tag_sets(values: Iterable[Any], delimiter: str = "|", what: str = "label",
                    first_line: int | None = None) -> tuple[np.ndarray, list]:
     """Per value its tags: ``(counts per value, flat list of tags)``.
@@ -266,6 +296,7 @@ class MultiLabelAnswers(AnswerTable):
             truth_s = keyed_gold(truth, "truth", value="tag set", dtype=object)
             truth_s = truth_s.set_axis(strip_text(truth_s.index))  # task ids as the answers'
             truth_counts, truth_flat = parse_tag_sets(truth_s.to_numpy(), delimiter, "truth")
+            truth_flat = _spelled_as(truth_flat, flat)
         if tags is not None:
             tag_index = strip_text(pd.Index(list(tags), name="tag"))
             if tag_index.has_duplicates:
