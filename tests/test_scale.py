@@ -324,6 +324,22 @@ def test_cli_engines(tmp_path, capsys):
     assert "runs ccds, ds, glad" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("engine", ["stream", "dask"])
+@pytest.mark.parametrize("kind", ["continuous", "ordinal", "pairwise"])
+def test_cli_engines_refuse_other_answer_kinds(tmp_path, capsys, engine, kind):
+    """The engines fit class labels only: with --kind continuous the stream engine ran
+    Dawid-Skene on the numbers, one class per distinct value, and said nothing."""
+    from crowdlearn.cli import main
+
+    src = tmp_path / "scores.csv"
+    src.write_text("task,worker,label\nt1,a,1.5\nt1,b,2.5\nt2,a,3\n")
+    assert main(["aggregate", str(src), "--kind", kind, "--engine", engine,
+                 "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"--engine {engine} fits class labels, not {kind} answers" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_cli_dask_engine_with_a_local_cluster(tmp_path, capsys):
     """`--engine dask --workers 2` starts (and closes) its own local cluster."""
     from crowdlearn.cli import main

@@ -353,6 +353,11 @@ def _aggregate_scaled(args, colmap: dict) -> int:
                                             ("--calibrate", args.calibrate)) if value]
     if unsupported:
         raise UsageError(f"--engine {args.engine} does not take {', '.join(unsupported)} (use the in-memory engine)")
+    # the engines code every label as a class: numbers, grades or comparisons would be fitted
+    # as that many unordered classes, a wrong result with no error
+    if args.kind not in (None, "classification"):
+        raise UsageError(f"--engine {args.engine} fits class labels, not {args.kind} answers "
+                         "(drop --engine to fit them in memory)")
     name = args.method or DEFAULT_METHODS["classification"]
     if name not in supported_methods():
         raise UsageError(f"--engine {args.engine} runs {', '.join(supported_methods())}; not {name!r}")
