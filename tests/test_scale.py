@@ -261,6 +261,15 @@ def test_dask_missing_value_in_a_file_names_file_and_line(client, tmp_path):
         fit_dask(cl.DawidSkene(), str(tmp_path / "*.csv"), client=client)
 
 
+def test_dask_missing_column_of_a_csv_file_is_named(client, tmp_path):
+    """dask's read_csv wrapped pandas' error: the CLI printed "An error occurred while calling
+    the read_csv method registered to the pandas backend." and nothing about the columns."""
+    src = tmp_path / "pairs.csv"
+    src.write_text("worker,left,right,label\na,x,y,x\nb,x,y,y\n")
+    with pytest.raises(ValueError, match=r"pairs\.csv: missing column\(s\) \['task'\]; the file has columns"):
+        fit_dask(cl.DawidSkene(), str(src), client=client)
+
+
 def test_coding_matches_from_frame():
     """Global codes are the in-memory codes: sorted ids, one class per number spelling."""
     labels = pd.Series(["1", "1.0", "2", "10", "x"])

@@ -33,7 +33,7 @@ from typing import Any
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from ..core.tables import column_hint
+from ..core.tables import column_hint, require_columns
 from .coding import Coding, Columns, strip_columns
 from .driver import apply_output, collect_results, fit_program
 from .programs import Round, combine_all
@@ -184,6 +184,15 @@ def _as_dask_frame(answers: Any, columns: Columns):
         files = answer_files(answers)
         if all(str(f).endswith((".parquet", ".pq")) for f in files):
             return dd.read_parquet([str(f) for f in files], columns=columns.names)
+        # dask samples the first file at once and wraps pandas' "Usecols do not match" in a
+        # message of its own that names neither file nor column: read every header first, as
+        # the stream engine does, so that a missing column is named with its file
+        for f in files:
+            try:
+                header = pd.read_csv(f, sep="\t" if str(f).lower().endswith(".tsv") else ",", nrows=0)
+            except pd.errors.EmptyDataError:
+                raise ValueError(f"{f}: the file is empty") from None
+            require_columns(header, columns.names, f)
         # text ids stay text, as `crowdlearn aggregate` reads them
         return dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False, na_values=[""],
                            usecols=columns.names)
