@@ -320,6 +320,37 @@ def test_aggregate_pairwise_picked_from_columns(tmp_path, capsys):
     assert "bt (pairwise)" in err and "kendall_tau" in err
 
 
+def test_aggregate_pairwise_gold_read_as_benchmark_reads_it(tmp_path, capsys):
+    """Pairwise gold's direction comes from its header, as in ``benchmark``: ``score`` is
+    higher = better, ``task,truth`` ranks (1 = best, the shared datasets' layout; it was read
+    as scores, so every rank metric came out negated), ``item,truth`` scores unless
+    --gold-lower-is-better, which a ``score`` column contradicts."""
+    src = tmp_path / "pairs.csv"
+    rows = ["worker,left,right,label"]
+    order = ["a", "b", "c", "d"]  # a beats b beats c beats d
+    for w in range(4):
+        for i in range(4):
+            for j in range(i + 1, 4):
+                rows.append(f"w{w},{order[j]},{order[i]},{order[i]}")
+    src.write_text("\n".join(rows) + "\n")
+
+    def tau(text, *flags):
+        gold = tmp_path / "gold.csv"
+        gold.write_text(text)
+        code, _, err = run(["aggregate", str(src), "--gold", str(gold), *flags], capsys)
+        assert code == 0, err
+        return float(err.split("kendall_tau = ")[1].split(",")[0])
+
+    assert tau("item,score\na,4\nb,3\nc,2\nd,1\n") == 1.0
+    assert tau("task,truth\na,1\nb,2\nc,3\nd,4\n") == 1.0
+    assert tau("item,truth\na,4\nb,3\nc,2\nd,1\n") == 1.0
+    assert tau("item,truth\na,1\nb,2\nc,3\nd,4\n", "--gold-lower-is-better") == 1.0
+    gold = tmp_path / "gold.csv"
+    gold.write_text("item,score\na,4\nb,3\nc,2\nd,1\n")
+    code, _, err = run(["aggregate", str(src), "--gold", str(gold), "--gold-lower-is-better"], capsys)
+    assert code == 2 and "names its column 'score'" in err
+
+
 def test_aggregate_pairwise_bad_label_names_line(tmp_path, capsys):
     src = tmp_path / "pairs.csv"
     src.write_text("worker,left,right,label\nw1,a,b,a\nw1,a,c,zz\n")

@@ -190,22 +190,30 @@ def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
 
 
 def _read_answer_gold(args, kind: str, extra: dict):
-    """Gold of the answer kinds: ``task,truth`` (continuous, multi-label) or ``item,truth``
-    (pairwise scores, higher = better unless ``--gold-lower-is-better``, within the
-    ``group`` column when the answers are grouped; similarity clusters).  Ids are stripped of
-    surrounding whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so
-    that the note on gold without answers compares the same ids."""
+    """Gold of the answer kinds: ``task,truth`` (continuous, multi-label); pairwise gold by
+    item, within the ``group`` column when the answers are grouped, read as ``benchmark``
+    reads a folder's (:func:`crowdlearn.pairwise.data.truth_columns`: a ``score`` column is
+    higher = better, ``task,truth`` ranks or groups, 1 = best) and otherwise as scores unless
+    ``--gold-lower-is-better``; similarity clusters.  Ids are stripped of surrounding
+    whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so that the
+    note on gold without answers compares the same ids."""
     from .core.data import strip_text
 
     if kind == "pairwise":
         from .core.io import read_table
-        from .pairwise.data import read_truth
+        from .pairwise.data import read_truth, truth_columns
 
         columns = list(read_table(args.gold).columns)
+        item, value, lower = truth_columns(columns, args.gold)
+        if lower is None:
+            lower = args.gold_lower_is_better
+        elif args.gold_lower_is_better and not lower:
+            raise UsageError(f"--gold-lower-is-better: {args.gold} names its column {value!r} "
+                             "(higher = better); give ranks or groups as task,truth")
         group = extra.get("group")
-        return read_truth(args.gold, item=columns[0], value="truth" if "truth" in columns else columns[1],
+        return read_truth(args.gold, item=item, value=value,
                           group=group if group in columns else None,
-                          lower_is_better=args.gold_lower_is_better)
+                          lower_is_better=lower)
     gold = _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
     return gold.set_axis(strip_text(gold.index))  # values: each table reads its own
 
@@ -1141,7 +1149,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the platform's accepted ones)")
     a.add_argument("--delimiter", help="multilabel: the separator of tags in a label (default |)")
     a.add_argument("--gold-lower-is-better", action="store_true",
-                   help="pairwise gold holds ranks or groups (1 = best), not scores")
+                   help="pairwise gold 'item,truth' holds ranks or groups (1 = best), not "
+                   "scores ('score' columns are scores and 'task,truth' ranks, as in benchmark)")
     a.add_argument("--seed", type=_seed, default=None)
     a.add_argument("--param", action="append", metavar="KEY=VALUE", help="estimator parameter")
     a.add_argument("--calibrate", action="store_true",

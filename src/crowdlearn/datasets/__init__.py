@@ -191,14 +191,15 @@ def _folder_truth(path: Path, kind: str, group: str | None = None):
     if unit is None or value is None:
         raise ValueError(f"{file}: expected a task (or item) column and a {' or '.join(values)} "
                          f"column; the file has columns {columns}")
-    if kind == "pairwise" and value == "truth" and unit == "item":
-        raise ValueError(f"{file}: comparisons' gold 'item,truth' could be scores or ranks; name "
-                         "the column score (higher = better), or give groups or ranks (1 = best) "
-                         "as task,truth like the shared data")
     if kind == "pairwise":
-        from ..pairwise.data import read_truth
+        from ..pairwise.data import read_truth, truth_columns
 
-        return read_truth(file, item=unit, value=value, group=group, lower_is_better=value == "truth")
+        unit, value, lower = truth_columns(columns, file)
+        if lower is None:
+            raise ValueError(f"{file}: comparisons' gold '{unit},{value}' could be scores or ranks; "
+                             "name the column score (higher = better), or give groups or ranks "
+                             "(1 = best) as task,truth like the shared data")
+        return read_truth(file, item=unit, value=value, group=group, lower_is_better=lower)
     return read_table(file, columns=(unit, value), fmt="csv").set_index(unit)[value]
 
 

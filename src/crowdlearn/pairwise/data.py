@@ -445,6 +445,28 @@ class Comparisons(AnswerTable):
         return frame
 
 
+def truth_columns(columns: list, path: Any = "gold") -> tuple[str, str, bool | None]:
+    """How a comparisons' gold file is read, from its header: ``(item column, value column,
+    lower_is_better)``; ``None`` for the last when the header does not say.
+
+    - a ``score`` column: scores, higher = better (what ``crowdlearn simulate`` writes);
+    - ``task,truth``: ranks or groups, 1 = best (the layout of the shared datasets, such as
+      ``music_similarity_pairs``);
+    - ``item,truth`` (or other names): could be either, so the caller decides.
+
+    The item column is ``task`` or ``item`` when present, else the first column.
+    """
+    cols = [str(c) for c in columns]
+    if len(cols) < 2:
+        raise ValueError(f"{path}: expected an item column and a score or truth column; "
+                         f"the file has columns {cols}")
+    item = next((c for c in ("task", "item") if c in cols), cols[0])
+    if "score" in cols:
+        return item, "score", False
+    value = "truth" if "truth" in cols else next(c for c in cols if c != item)
+    return item, value, (True if item == "task" and value == "truth" else None)
+
+
 def read_truth(path, item: str = "task", value: str = "truth", group: str | None = None, *,
                lower_is_better: bool = False) -> pd.Series:
     """Gold scores from a file (``item, value`` and optionally ``group`` columns) as the
