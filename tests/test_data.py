@@ -307,3 +307,21 @@ def test_crowd_labels_read_keyed_truth_as_before():
         plain = CrowdLabels.from_frame(_int_task_frame())
         np.testing.assert_array_equal(plain.with_truth(truth).truth, data.truth)
         np.testing.assert_array_equal(plain.encode_gold(truth), data.truth)
+
+
+def test_from_csv_errors_name_the_line_of_each_format(tmp_path):
+    """``from_csv`` reads JSON Lines and Parquet too (the format is the extension's), but its
+    errors counted lines as for a CSV with a header: a missing label in the 3rd record of a
+    ``.jsonl`` file (line 3) was reported at "line 4", and in a Parquet file, which has no
+    lines, at "line 4" too.  They now agree with the CLI: JSON Lines line 3, Parquet row
+    position 2, CSV line 4 (header = line 1)."""
+    df = pd.DataFrame({"task": ["a", "b", "c"], "worker": ["x", "x", "y"], "label": ["1", "2", None]})
+    df.to_csv(tmp_path / "a.csv", index=False)
+    df.to_json(tmp_path / "a.jsonl", orient="records", lines=True)
+    df.to_parquet(tmp_path / "a.parquet", index=False)
+    for name, where in (("a.csv", "line 4"), ("a.jsonl", "line 3"), ("a.parquet", "row position 2")):
+        with pytest.raises(ValueError, match=f"missing value in column 'label' at {where}$"):
+            CrowdLabels.from_csv(tmp_path / name)
+    # the explicit readers agree
+    with pytest.raises(ValueError, match="at row position 2$"):
+        CrowdLabels.from_parquet(tmp_path / "a.parquet")

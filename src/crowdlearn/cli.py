@@ -234,9 +234,9 @@ def _table_with_gold(args, build, truth, task_ids):
 def _first_line(path) -> int | None:
     """The file line of a table's first row, for errors naming lines (header = line 1);
     Parquet has no lines: None, and errors name row positions."""
-    from .core.io import detect_format
+    from .core.tables import first_record_line
 
-    return {"csv": 2, "tsv": 2, "jsonl": 1}.get(detect_format(path))
+    return first_record_line(path)
 
 
 def _write(table, out) -> None:

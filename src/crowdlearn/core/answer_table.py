@@ -16,10 +16,6 @@ from typing import Any, ClassVar
 
 __all__ = ["AnswerTable", "check_codes", "freeze"]
 
-#: the file line of the first record, by format (Parquet has none: rows are named by position)
-_FIRST_LINE = {"csv": 2, "tsv": 2, "jsonl": 1}
-
-
 def check_codes(*columns: tuple) -> None:
     """Raise ``ValueError`` unless every ``(codes, size, name)`` has codes in ``[0, size)``."""
     for codes, size, name in columns:
@@ -67,7 +63,7 @@ class AnswerTable:
 
     @classmethod
     def _read_file(cls, path, fmt: str | None, columns: tuple, kwargs: dict):
-        from .tables import detect_format, read_table
+        from .tables import first_record_line, read_table
 
         if len(columns) > len(cls.ROLES):
             raise TypeError(f"{cls.__name__} has {len(cls.ROLES)} column roles {cls.ROLES}, "
@@ -81,5 +77,5 @@ class AnswerTable:
         required = [names.get(role, role) for role in cls.ROLES]
         optional = [kwargs[role] for role in cls.OPTIONAL_ROLES if kwargs.get(role) is not None]
         df = read_table(path, columns=(*required, *optional), fmt=fmt)
-        kwargs.setdefault("first_line", _FIRST_LINE.get(fmt or detect_format(path)))
+        kwargs.setdefault("first_line", first_record_line(path, fmt))
         return cls.from_frame(df, *required, **kwargs)

@@ -921,11 +921,15 @@ class CrowdLabels:
 
     @classmethod
     def from_csv(cls, path, task="task", worker="worker", label="label", classes=None, **kwargs):
-        """Read a CSV/TSV file (delimiter sniffed from the extension) with one row per answer."""
-        from .tables import read_table
+        """Read a CSV/TSV file (delimiter sniffed from the extension) with one row per answer.
+
+        JSON Lines and Parquet files are read too (by their extension); errors name the
+        file's lines, or row positions for Parquet (:func:`~crowdlearn.core.tables.first_record_line`).
+        """
+        from .tables import first_record_line, read_table
 
         df = read_table(path, columns=(task, worker, label))
-        kwargs.setdefault("first_line", 2)
+        kwargs.setdefault("first_line", first_record_line(path))
         return cls.from_frame(df, task, worker, label, classes, **kwargs)
 
     @classmethod

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["read_table", "write_table", "check_writable", "detect_format", "require_columns",
-           "column_hint", "naming_file"]
+__all__ = ["read_table", "write_table", "check_writable", "detect_format", "first_record_line",
+           "require_columns", "column_hint", "naming_file"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -49,6 +49,33 @@ def detect_format(path: str | Path) -> str:
             "(optionally compressed)"
         )
     return fmt
+
+
+#: the file line of a table's first record, by format: below the header of a CSV/TSV, on
+#: the first line of JSON Lines (no header); Parquet has no lines (rows are named by position)
+_FIRST_RECORD_LINE = {"csv": 2, "tsv": 2, "jsonl": 1}
+
+
+def first_record_line(path: str | Path, fmt: str | None = None) -> int | None:
+    """The file line of the first record of a table read by :func:`read_table`.
+
+    What the readers pass as ``first_line`` to the ``from_frame`` constructors, so that an
+    error names the line a user sees in an editor (header = line 1), whatever the format.
+
+    Parameters
+    ----------
+    path : path-like
+        The file; its extension gives the format unless ``fmt`` does.
+    fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
+        The format it was read as.
+
+    Returns
+    -------
+    int or None
+        2 for CSV/TSV, 1 for JSON Lines, None for Parquet (errors then name 0-based row
+        positions).
+    """
+    return _FIRST_RECORD_LINE.get(fmt or detect_format(path))
 
 
 def require_columns(df: pd.DataFrame, columns: Sequence[str], path) -> None:

@@ -115,11 +115,11 @@ class Preferences:
     @classmethod
     def from_csv(cls, path, **kwargs) -> "Preferences":
         """Read a CSV/TSV/JSON Lines file with the columns of :attr:`ROLES`."""
-        from ..core.tables import detect_format, read_table
+        from ..core.tables import first_record_line, read_table
 
         names = {r: kwargs.get(r, r) for r in cls.ROLES}
         df = read_table(path, columns=tuple(names.values()))
-        kwargs.setdefault("first_line", 1 if detect_format(path) == "jsonl" else 2)
+        kwargs.setdefault("first_line", first_record_line(path))
         return cls.from_frame(df, **kwargs)
 
     def to_comparisons(self) -> Comparisons:
