@@ -381,6 +381,21 @@ def test_classes_option_ignores_spaces_and_empty_items(tmp_path, capsys):
     assert code == 2 and "--classes names 'x' more than once" in err
 
 
+def test_classes_option_quotes_a_class_with_a_comma(tmp_path, capsys):
+    """A class whose name holds a comma ("yes, sure", written quoted in the answers file)
+    could not be given to --classes, which split on every comma ('"yes' and 'sure"'): the
+    list is now read as one CSV row, quotes and all, as the answers are."""
+    src = tmp_path / "in.csv"
+    src.write_text('task,worker,label\n1,a,"yes, sure"\n2,a,no\n')
+    for given in ('"yes, sure",no,maybe', ' "yes, sure" , no,maybe'):
+        code, out, err = run(["aggregate", str(src), "--classes", given], capsys)
+        assert code == 0, err
+        assert out.splitlines()[0] == 'task,label,confidence,"p_yes, sure",p_no,p_maybe'
+    # an unclosed quote runs to the end, as in a CSV file: one class, and the answers say so
+    code, _, err = run(["aggregate", str(src), "--classes", '"yes, sure,no'], capsys)
+    assert code == 2 and "label 'yes, sure' is not one of the given classes ['yes, sure,no']" in err
+
+
 def test_simulate_pairwise_one_item_is_a_clear_error(tmp_path, capsys):
     code, _, err = run(["simulate", "--kind", "pairwise", "--tasks", "1", "--out", str(tmp_path / "s.csv")], capsys)
     assert code == 2 and "need n_items >= 2" in err and "low >= high" not in err

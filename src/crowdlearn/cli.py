@@ -8,6 +8,7 @@ module prints.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import sys
 import time
@@ -58,10 +59,16 @@ def _parse_params(pairs: list[str] | None) -> dict:
 
 
 def _classes(args) -> list[str] | None:
-    """``--classes a,b,c`` as a list; spaces around a name and empty items are not classes."""
+    """``--classes a,b,c`` as a list; spaces around a name and empty items are not classes.
+
+    The list is one CSV row, so a class with a comma is given quoted, as the answers file
+    quotes it (``--classes '"yes, sure",no'``); an unclosed quote runs to the end.
+    """
     if not args.classes:
         return None
-    classes = [c.strip() for c in args.classes.split(",") if c.strip()]
+    # not strict: blanks after a closing quote (' "a" , b') are dropped like those around names
+    row = next(csv.reader([args.classes], skipinitialspace=True, strict=False), [])
+    classes = [c.strip() for c in row if c.strip()]
     if not classes:
         raise UsageError(f"--classes names no class: {args.classes!r}")
     repeated = sorted({c for c in classes if classes.count(c) > 1})
@@ -1139,7 +1146,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--task-col", default="task")
     a.add_argument("--worker-col", default="worker")
     a.add_argument("--label-col", default="label")
-    a.add_argument("--classes", help="comma-separated class set (default: the labels seen)")
+    a.add_argument("--classes", help="comma-separated class set, a name with a comma in double quotes (default: the labels seen)")
     a.add_argument("--gold", help="file of task,truth; reports accuracy")
     a.add_argument("--format", default=None, metavar="NAME",
                    help="read a platform export: toloka, mturk, labelstudio, prodigy, argilla, "
