@@ -48,6 +48,8 @@ class ContinuousFit(NamedTuple):
     noise: np.ndarray | None = None
     n_iter: int = 0
     converged: bool = True
+    #: the stopping rule's quantity per round (empty for one-pass methods)
+    history: list | None = None
     #: further per-worker arrays, set as ``worker_<name>_`` Series (e.g. CATD's weights)
     worker_extra: dict | None = None
     #: False when the method estimates tasks without answers itself (from item features)
@@ -136,6 +138,9 @@ class ContinuousEstimator(AnswerEstimator):
         parameters (see the module docstring); ``worker_noise_`` is a standard deviation.
     n_iter_, converged_ : int, bool
         Rounds run and whether the stopping rule was met (1 and True for one-pass methods).
+    history_ : list
+        The quantity the stopping rule reads, per round: the largest change of an estimate
+        (empty for one-pass methods; the epoch logs of the trained models).
 
     Every task of the input is in the result: a task without answers gets the mean of all
     answers as its estimate and their standard deviation as its standard error (the
@@ -182,6 +187,7 @@ class ContinuousEstimator(AnswerEstimator):
         for name, values in (fitted.worker_extra or {}).items():
             setattr(self, f"worker_{name}_", pd.Series(values, index=data.workers, name=name))
         self.n_iter_, self.converged_ = int(fitted.n_iter), bool(fitted.converged)
+        self.history_ = list(fitted.history) if fitted.history is not None else []
         return self
 
     def _fit(self, data: ContinuousAnswers, gold: np.ndarray) -> ContinuousFit:

@@ -139,4 +139,4 @@ class CalibratedContinuous(ContinuousEstimator):
                       "noise": base.worker_noise_.to_numpy()}
         stderr = base.stderr_.to_numpy()
         return ContinuousFit(base.estimates_.to_numpy(), np.sqrt(a * stderr ** 2 + b), **worker,
-                             n_iter=base.n_iter_, converged=base.converged_)
+                             n_iter=base.n_iter_, converged=base.converged_, history=base.history_)

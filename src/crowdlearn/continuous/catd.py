@@ -126,13 +126,14 @@ class CATD(ContinuousEstimator):
             ss = np.where(unchecked, pooled, ss)  # the crowd's variance (see the quantile)
             return np.maximum(ss, floor)
 
-        converged, it, w = False, 0, None
+        converged, it, w, history = False, 0, None, []
         for it in range(1, int(self.max_iter) + 1):
             w = quantile / sum_of_squares(w)
             wa = w[worker]
             new = task_sums(data, wa * x) / np.maximum(task_sums(data, wa), 1e-300)
             new[known] = gold[known]
             shift = float(np.max(np.abs(new - z))) if data.n_tasks else 0.0
+            history.append(shift)
             z = new
             if shift <= self.tol * spread:
                 converged = True
@@ -142,4 +143,4 @@ class CATD(ContinuousEstimator):
         se = 1.0 / np.sqrt(np.maximum(task_sums(data, w[worker]), 1e-300))
         return ContinuousFit(z, se, bias=np.zeros(data.n_workers), scale=np.ones(data.n_workers),
                              noise=np.sqrt(ss / np.maximum(n_w, 1)), n_iter=it,
-                             converged=converged, worker_extra={"weight": w})
+                             converged=converged, history=history, worker_extra={"weight": w})

@@ -102,7 +102,7 @@ class GaussianEM(ContinuousEstimator):
         s = np.ones(data.n_workers)
         b = np.zeros(data.n_workers)
         sig2 = np.full(data.n_workers, s2_pool)
-        converged, it = False, 0
+        converged, it, history = False, 0, []
         for it in range(1, int(self.max_iter) + 1):
             previous = m
             s, d, sig2 = self._m_step(data, m, v, mu, tau2, s2_pool, n_w)
@@ -119,6 +119,7 @@ class GaussianEM(ContinuousEstimator):
             v = np.where(free, 1.0 / prec, 0.0)
             # compared with the previous round's estimates, before this round's gauge map
             shift = float(np.max(np.abs(new_m - previous))) if data.n_tasks else 0.0
+            history.append(shift)
             m = new_m
             if answered.any():
                 mu = float(m[answered].mean())
@@ -127,7 +128,7 @@ class GaussianEM(ContinuousEstimator):
                 converged = True
                 break
         return ContinuousFit(m, np.sqrt(v), bias=b, scale=s, noise=np.sqrt(sig2), n_iter=it,
-                             converged=converged)
+                             converged=converged, history=history)
 
     @staticmethod
     def _prior_variance(m, v, mu, answered, spread):

@@ -223,7 +223,7 @@ class CrowdLayerRegression(ContinuousEstimator):
         se = np.where(prec > 0, 1.0 / np.sqrt(np.maximum(prec, 1e-300)), lone)
         return ContinuousFit(est, se, bias=b, scale=s, noise=np.sqrt(sig2),
                              n_iter=int(getattr(trainer, "n_epochs_", 0)), converged=True,
-                             prior_for_unanswered=False)
+                             history=trainer.history_, prior_for_unanswered=False)
 
     def predict(self, X) -> np.ndarray:
         """``f(x)`` on the answers' scale for each row of ``X`` (array or DataFrame)."""

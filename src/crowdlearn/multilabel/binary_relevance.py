@@ -45,6 +45,10 @@ class BinaryRelevance(MultiLabelEstimator):
     ----------
     estimators_ : dict tag -> fitted aggregator
     probas_, labels_, decisions_ : see :class:`MultiLabelEstimator`.
+    n_iter_ : int
+        The most rounds any tag's fit ran; ``converged_`` : bool, whether every tag's did.
+    history_ : dict tag -> list
+        Each tag's fit's ``history_``.
     """
 
     def __init__(self, method: Any = "ds", params: dict | None = None, threshold: float = 0.5,
@@ -75,3 +79,7 @@ class BinaryRelevance(MultiLabelEstimator):
                 tie = p == 0.5
                 decisions[tie, j] = est.labels_.to_numpy()[tie] == 1
         self._set_result(data, proba, decisions)
+        fits = self.estimators_.values()
+        self.n_iter_ = max((int(getattr(e, "n_iter_", 0)) for e in fits), default=0)
+        self.converged_ = all(bool(getattr(e, "converged_", True)) for e in fits)
+        self.history_ = {tag: list(getattr(e, "history_", [])) for tag, e in self.estimators_.items()}

@@ -48,6 +48,7 @@ class PairwiseFit:
     prior_curv : (n_items,) minus the second derivative of the log prior at ``scores``.
     reliability : (n_workers,) worker reliability, or None when the model has none.
     history : objective per iteration.
+    converged : whether the stopping rule ended the fit (False: it ran out of iterations).
     extra : further fitted attributes, set on the estimator as they are named.
     """
 
@@ -57,6 +58,7 @@ class PairwiseFit:
     prior_curv: np.ndarray
     reliability: np.ndarray | None = None
     history: list = field(default_factory=list)
+    converged: bool = True
     extra: dict = field(default_factory=dict)
 
 
@@ -194,6 +196,9 @@ class PairwiseEstimator(AnswerEstimator):
         Connected components of the comparison graph.
     history_ : list of float
         Objective per iteration.
+    n_iter_ : int
+        Iterations run (see each method); ``converged_`` : bool, whether its stopping rule
+        ended the fit rather than ``max_iter``.
     """
 
     _result_attr = "scores_"
@@ -227,6 +232,7 @@ class PairwiseEstimator(AnswerEstimator):
             self.worker_reliability_ = pd.Series(fitted.reliability, index=data.workers,
                                                  name="reliability")
         self.history_ = list(fitted.history)
+        self.converged_ = bool(fitted.converged)
         for name, value in fitted.extra.items():
             setattr(self, name, value)
         return self

@@ -79,6 +79,7 @@ class BradleyTerry(PairwiseEstimator):
         pc = pair_counts(data)
         s, theta, history, n_iter = rao_kupper_mm(pc, data.n_items, np.zeros(data.n_items), 2.0,
                                           self.prior_strength, self.max_iter, self.tol)
+        converged = n_iter < self.max_iter  # MM stopped on its tolerance
         if not wins_strongly_connected(pc, data.n_items):
             # MM crawls along the scores only the prior holds; Newton steps reach the maximum.
             # Elsewhere MM converges at its usual rate and the (dense) Newton solve would cost
@@ -86,7 +87,8 @@ class BradleyTerry(PairwiseEstimator):
             s, theta, more, steps = rao_kupper_newton(pc, data.n_items, s, theta, self.prior_strength,
                                                       self.tol)
             history, n_iter = history + more, n_iter + steps
+            converged = True  # Newton ends where no step gains more than the tolerance
         return PairwiseFit(
             scores=s, info=partial(pair_info, s, np.log(theta), pc), info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, self.prior_strength)[2], history=history,
-            extra={"theta_": theta, "n_iter_": n_iter})
+            converged=converged, extra={"theta_": theta, "n_iter_": n_iter})

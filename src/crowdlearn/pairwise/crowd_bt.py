@@ -111,6 +111,7 @@ class CrowdBT(PairwiseEstimator):
         s, theta, _, _ = rao_kupper_mm(pair_counts(data), n, np.zeros(n), 2.0, lam, 50, None)
         eta = np.full(m, float(self.eta_init))
         history: list[float] = []
+        converged = False
         for _ in range(int(self.max_iter)):
             # E-step: probability that each strict answer is the true outcome
             d = s[left] - s[right]
@@ -125,6 +126,7 @@ class CrowdBT(PairwiseEstimator):
                       + float(np.sum(self.alpha * np.log(eta) + self.beta * np.log1p(-eta))))
             if history and loglik - history[-1] < self.tol * scale:
                 history.append(loglik)
+                converged = True
                 break
             history.append(loglik)
             r = np.where(strict, num / np.maximum(marg, TINY), 1.0)
@@ -144,4 +146,4 @@ class CrowdBT(PairwiseEstimator):
         return PairwiseFit(
             scores=s, info=fisher_info(p_rep, dp_rep), info_pairs=(left, right),
             prior_curv=prior_terms(s, lam)[2], reliability=eta, history=history,
-            extra={"theta_": theta, "n_iter_": len(history)})
+            converged=converged, extra={"theta_": theta, "n_iter_": len(history)})

@@ -26,8 +26,9 @@ __all__ = ["pair_loglik", "pair_info", "rao_kupper_mm", "rao_kupper_newton", "lb
 def lbfgs_per_answer(loss, x0: np.ndarray, n_answers: int, max_iter: int, tol: float):
     """Minimise ``loss(x) -> (value, gradient)`` by L-BFGS-B on the per-answer scale (so
     ``tol``, scipy's relative ``ftol``, means the same for any data size).  Returns
-    ``(x, history, n_iter)``, ``history`` the log-posterior (minus the loss) per iteration,
-    read from the optimiser (no extra evaluations)."""
+    ``(x, history, n_iter, converged)``, ``history`` the log-posterior (minus the loss) per
+    iteration, read from the optimiser (no extra evaluations); ``converged`` is False when
+    it stopped at ``max_iter`` (or on a line-search failure)."""
     from scipy.optimize import minimize
 
     scale = max(float(n_answers), 1.0)
@@ -42,7 +43,7 @@ def lbfgs_per_answer(loss, x0: np.ndarray, n_answers: int, max_iter: int, tol: f
 
     res = minimize(scaled, x0, jac=True, method="L-BFGS-B", callback=record,
                    options={"maxiter": int(max_iter), "ftol": float(tol), "gtol": 1e-10})
-    return res.x, history, int(res.nit)
+    return res.x, history, int(res.nit), bool(res.success)
 
 
 def pair_loglik(s: np.ndarray, tau: float, pc: PairCounts, prior_strength: float,

@@ -247,7 +247,7 @@ class NoisyBT(PairwiseEstimator):
         n_iter = rounds = 0
         while True:
             s_prev = x[:n].copy()
-            x, hist, it = lbfgs_per_answer(
+            x, hist, it, converged = lbfgs_per_answer(
                 lambda z: noisy_bt_loss(z, data, has_ties, lam, lam_q, lam_g, pop), x,
                 data.n_comparisons, self.max_iter, self.tol)
             history += hist
@@ -273,7 +273,7 @@ class NoisyBT(PairwiseEstimator):
         return PairwiseFit(
             scores=s, info=info, info_pairs=(data.left, data.right),
             prior_curv=prior_terms(s, lam)[2], reliability=expit(g), history=history,
-            extra={"position_bias_": pd.Series(q, index=data.workers, name="position_bias"),
+            converged=converged, extra={"position_bias_": pd.Series(q, index=data.workers, name="position_bias"),
                    "population_": population, "tau_": tau,
                    "n_iter_": n_iter})
 

@@ -70,7 +70,7 @@ class Thurstone(PairwiseEstimator):
         x0 = np.zeros(n + (1 if has_ties else 0))
         if has_ties:
             x0[n] = np.log(0.5)
-        x, history, n_iter = lbfgs_per_answer(loss, x0, data.n_comparisons, self.max_iter,
+        x, history, n_iter, converged = lbfgs_per_answer(loss, x0, data.n_comparisons, self.max_iter,
                                               self.tol)
         s = x[:n]
         tau = float(np.exp(x[n])) if has_ties else 0.0
@@ -78,4 +78,4 @@ class Thurstone(PairwiseEstimator):
             scores=s, info=partial(pair_info, s, tau, pc, link="probit"),
             info_pairs=(pc.a, pc.b),
             prior_curv=prior_terms(s, lam, link="probit")[2], history=history,
-            extra={"tau_": tau, "n_iter_": n_iter})
+            converged=converged, extra={"tau_": tau, "n_iter_": n_iter})

@@ -41,6 +41,9 @@ class SimilarityEstimator(AnswerEstimator):
         Probability that the annotator reports a pair's true status (1/2 = coin flips).
     n_clusters_ : int
         The number of clusters used (given, or estimated when ``n_clusters`` is None).
+    n_iter_, converged_, history_ : int, bool, list
+        Rounds of the method's outer loop, whether its stopping rule ended it, and the
+        quantity that rule reads per round (1, True and empty for one-pass methods).
 
     Notes
     -----
@@ -67,6 +70,8 @@ class SimilarityEstimator(AnswerEstimator):
         from ..core.base import resolve_generator
 
         rng = resolve_generator(getattr(self, "random_state", 0))
+        # one-pass methods leave these; iterative ones set them in _fit
+        self.n_iter_, self.converged_, self.history_ = 1, True, []
         if data.n_answers == 0:
             k_used = 1
             memberships, reliability = np.zeros((data.n_items, 1)), np.zeros(0)

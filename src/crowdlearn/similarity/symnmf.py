@@ -152,6 +152,7 @@ class SymNMFClustering(SimilarityEstimator):
         rel = np.full(data.n_workers, 0.75)  # equal weights: round 1 is a vote count
         same_share = 1.0 / k
         hard, h = None, None
+        self.n_iter_, self.converged_, self.history_ = 0, False, []
         for _ in range(max(int(self.max_iter), 1)):
             weight = np.log(np.clip(rel, 0.02, 0.98) / (1 - np.clip(rel, 0.02, 0.98)))
             lo, hi, ev, _ = pair_evidence(data, weight)
@@ -166,10 +167,13 @@ class SymNMFClustering(SimilarityEstimator):
             new_hard = np.argmax(memb, axis=1)
             sizes = np.bincount(new_hard[answered], minlength=k) / max(answered.sum(), 1)
             same_share = float(np.sum(sizes ** 2))
-            done = hard is not None and np.array_equal(new_hard, hard) and \
-                np.max(np.abs(new_rel - rel)) <= self.tol
+            change = float(np.max(np.abs(new_rel - rel), initial=0.0))
+            done = hard is not None and np.array_equal(new_hard, hard) and change <= self.tol
             hard, rel = new_hard, new_rel
+            self.n_iter_ += 1
+            self.history_.append(change)  # the largest change of a reliability
             if done:
+                self.converged_ = True
                 break
         h = np.where(answered[:, None], h, 0.0)
         return h, rel

@@ -118,7 +118,8 @@ def check_result_not_fitted(est: Any) -> None:
 
 def check_result_well_formed(est: Any) -> None:
     """The result is a DataFrame with every unit (task or item) of the input once, in order,
-    as its first column, and no NaN or inf anywhere."""
+    as its first column, and no NaN or inf anywhere; the fit reports ``n_iter_`` (int >= 0),
+    ``converged_`` (bool) and ``history_`` as every method does."""
     who, spec = describe(est), _spec(est)
     data = spec.toy(0)
     est = clone(est).fit(data)
@@ -130,6 +131,11 @@ def check_result_well_formed(est: Any) -> None:
     numeric = frame.select_dtypes("number").to_numpy(float)
     assert np.all(np.isfinite(numeric)), f"{who}: NaN or inf in the result"
     assert not frame.isna().any().any(), f"{who}: missing values in the result"
+    for name, types in (("n_iter_", (int, np.integer)), ("converged_", (bool, np.bool_)),
+                        ("history_", (list, dict))):
+        value = getattr(est, name, None)
+        assert isinstance(value, types), f"{who}: {name} is {value!r}, not a {types[0].__name__}"
+    assert est.n_iter_ >= 0, f"{who}: n_iter_ = {est.n_iter_}"
 
 
 def check_result_idempotent(est: Any) -> None:
