@@ -243,7 +243,19 @@ def _loo_majority(data: CrowdLabels) -> np.ndarray:
 
 
 def _dependence_test(data: CrowdLabels, loo: np.ndarray):
-    """Chi-square test of independence: worker answer vs leave-one-out majority.
+    """Test of independence: worker answer vs leave-one-out majority.
+
+    Two tests of the same null hypothesis (the worker's answers are independent of the
+    others' majority), combined by Bonferroni (twice the smaller p-value):
+
+    - Pearson's chi-square on the worker's ``K x K`` table: it sees any dependence (a worker
+      who systematically swaps two classes carries information too), but with many classes
+      and a few dozen answers its ``(K-1)^2`` degrees of freedom leave it almost no power;
+    - agreement above chance: the observed share of answers equal to the majority,
+      ``p_o``, against ``p_e = sum_k r_k c_k`` of the table's margins, with the variance of
+      ``p_o`` under independence of Fleiss, Cohen & Everitt (1969, the null variance of
+      Cohen's kappa), one-sided.  One degree of freedom: a worker who agrees with the
+      crowd more often than chance is not a spammer, however many classes there are.
 
     Returns per worker: p-value (NaN when the table is too small), agreement rate with the
     leave-one-out majority, number of compared answers.
@@ -259,9 +271,22 @@ def _dependence_test(data: CrowdLabels, loo: np.ndarray):
         t = t[t.sum(axis=1) > 0][:, t.sum(axis=0) > 0]
         if t.shape[0] < 2 or t.shape[1] < 2:
             continue  # one answer class only: dependence cannot be tested
-        p[w] = stats.chi2_contingency(t, correction=False)[1]
+        p_chi2 = stats.chi2_contingency(t, correction=False)[1]
+        p[w] = min(1.0, 2.0 * min(p_chi2, _agreement_p_value(table[w])))
     agree = np.einsum("wkk->w", table) / np.maximum(n, 1.0)
     return p, agree, n
+
+
+def _agreement_p_value(table: np.ndarray) -> float:
+    """One-sided p-value of "more agreement than the margins give by chance" for a square
+    table (answers x majority); see :func:`_dependence_test`."""
+    n = table.sum()
+    rows, cols = table.sum(axis=1) / n, table.sum(axis=0) / n
+    p_o, p_e = np.trace(table) / n, float(rows @ cols)
+    var = (p_e + p_e**2 - float(np.sum(rows * cols * (rows + cols)))) / n
+    if var <= 0:
+        return 1.0 if p_o <= p_e else 0.0
+    return float(stats.norm.sf((p_o - p_e) / np.sqrt(var)))
 
 
 def _two_means_low(scores: np.ndarray) -> np.ndarray:
