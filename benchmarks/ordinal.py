@@ -40,7 +40,8 @@ from crowdlearn.simulate.ordinal import ordinal_crowd  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "data"
 METHODS = [("mv", {}), ("ds", {}), ("ordinal-cumulative", {}), ("ordinal-cumulative", {"method": "mv"}),
-           ("ordinal-ds", {}), ("ordinal-ds", {"link": "probit"}), ("ordinal-ds", {"worker_thresholds": True})]
+           ("ordinal-ds", {}), ("ordinal-ds", {"link": "probit"}), ("ordinal-ds", {"worker_thresholds": True}),
+           ("ordinal-ds", {"center_bias": False})]
 
 
 def _name(method: str, params: dict) -> str:
@@ -98,6 +99,9 @@ def synthetic() -> None:
         "20% uniform spammers": {"spammers": 0.2},
         "20% constant workers": {"constant": 0.2},
         "wide spread, 10% + 10%": {"spread": (0.3, 1.5), "constant": 0.1, "spammers": 0.1},
+        # the scale declares a grade that nobody answers (a Likert extreme)
+        "unused top grade": {"declared": [0, 1, 2, 3, 4]},
+        "unused bottom grade": {"declared": [-1, 0, 1, 2, 3]},
     }
     rows = []
     for method, params in METHODS:
@@ -105,14 +109,22 @@ def synthetic() -> None:
         for name, kw in scenarios.items():
             maes = []
             for seed in range(3):
+                kw = dict(kw)
+                declared = kw.pop("declared", None)
                 data, _ = ordinal_crowd(n_tasks=800, n_workers=40, n_classes=4, labels_per_task=5,
                                         seed=seed, **kw)
+                if declared is not None:
+                    data = CrowdLabels.from_frame(data.to_frame(), classes=declared,
+                                                  truth=data.truth_series())
                 est = get_method(method)(**params).fit(data)
-                maes.append(np.mean(np.abs(est.label_codes_ - data.truth)))
+                truth = data.truth_series()
+                grades = est.labels_.loc[truth.index].to_numpy(float)
+                maes.append(np.mean(np.abs(grades - truth.to_numpy(float))))
             row[name] = float(np.mean(maes))
         rows.append(row)
     print("MAE in classes against the planted grades, mean of seeds 0-2 "
-          "(800 tasks, 40 workers, 4 grades, 5 answers per task):\n")
+          "(800 tasks, 40 workers, 4 grades, 5 answers per task; the last two columns declare "
+          "a fifth grade that no worker answers):\n")
     print(markdown_table(pd.DataFrame(rows), ".4f", index=False))
 
 

@@ -141,6 +141,13 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         and lenient about another; K - 2 more parameters per worker).
     bias_sd : float, default 1.0
         Prior standard deviation of a worker's bias, in classes.
+    center_bias : bool, default True
+        After every M-step, subtract the median worker's bias from every bias, so that the
+        median worker is unbiased.  The answers hold the latent scale's origin only up to a
+        shift of every bias and every true grade, and the bias prior alone holds it weakly:
+        with a declared grade that nobody answers (a Likert extreme) the crowd drifted by
+        about half a grade and many labels moved by one.  The median, not the mean, so that
+        workers who always give one grade do not pull it.
     spread : float, default 0.5
         Prior median of a worker's spread ``s_w``.
     log_spread_sd : float, default 1.0
@@ -184,7 +191,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     """
 
     def __init__(self, link: str = "logit", fit_thresholds: bool = False,
-                 worker_thresholds: bool = False, bias_sd: float = 1.0,
+                 worker_thresholds: bool = False, bias_sd: float = 1.0, center_bias: bool = True,
                  spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
                  prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
                  m_step_max_iter: int = 50, spam_prior: tuple[float, float] | None = (1.0, 9.0),
@@ -193,6 +200,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         self.fit_thresholds = fit_thresholds
         self.worker_thresholds = worker_thresholds
         self.bias_sd = bias_sd
+        self.center_bias = center_bias
         self.spread = spread
         self.log_spread_sd = log_spread_sd
         self.min_spread = min_spread
@@ -215,6 +223,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        if not isinstance(self.center_bias, (bool, np.bool_)):
+            raise ValueError(f"center_bias must be True or False, got {self.center_bias!r}")
         if self.fit_thresholds and self.worker_thresholds:
             raise ValueError("fit_thresholds and worker_thresholds exclude each other: "
                              "per-worker thresholds already move freely")
@@ -321,6 +331,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             counts = counts - spam_counts
         theta, thresholds, deltas = state["theta"], state["thresholds"], state["deltas"]
         theta = self._newton_workers(theta, thresholds, counts)
+        theta = self._centred(theta, counts)
         if self.fit_thresholds and k > 2:
             # shared thresholds given the workers (K-1 numbers), then the workers again
             x0 = np.concatenate([[thresholds[0]], deltas])
@@ -330,11 +341,22 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
                                     options={"maxiter": int(self.m_step_max_iter), "gtol": 1e-10})
             deltas = res.x[1:]
             thresholds = _thresholds(res.x[0], deltas)
-            theta = self._newton_workers(theta, thresholds, counts)
+            theta = self._centred(self._newton_workers(theta, thresholds, counts), counts)
         state.update(theta=theta, thresholds=thresholds, deltas=deltas)
         log_conf = np.log(np.maximum(self._confusions(state, k), _TINY))  # [w, true, answered]
         log_table = np.ascontiguousarray(log_conf.transpose(0, 2, 1).reshape(m * k, k))
         return log_table, log_prior
+
+    def _centred(self, theta, counts):
+        """``theta`` with the median bias of the workers with answers moved to 0 (see
+        ``center_bias``), within the biases' bounds."""
+        has = counts.sum(axis=(1, 2)) > 0
+        if not self.center_bias or not has.any():
+            return theta
+        k = counts.shape[1]
+        theta = theta.copy()
+        theta[:, 0] = np.clip(theta[:, 0] - np.median(theta[has, 0]), -float(k), float(k))
+        return theta
 
     def _cuts(self, x, thresholds):
         """The thresholds of every worker: shared, or with ``worker_thresholds`` per worker
