@@ -116,6 +116,53 @@ def test_block_solver_reaches_the_joint_solvers_fit():
         cl.MinimaxEntropy(solver="newton").fit(data)
 
 
+def test_numpy_answer_term_is_the_log_softmax_formula_to_the_bit():
+    # the numpy back end's data term and E-step were restructured (buffers reused, one-hot
+    # products formed on the answered column only) but must keep the log-softmax
+    # formulation's bits: L-BFGS-B's path amplified rounding-level gradient changes into
+    # posterior changes of 5e-4 on a real set (product)
+    import scipy.sparse as sp
+    from scipy.special import log_softmax
+
+    from crowdlearn.aggregation.minimax import _AnswerTerm
+
+    data = simulate.dawid_skene(80, 9, 4, labels_per_task=3, seed=2)
+    k, n_w, n_t, n = data.n_classes, data.n_workers, data.n_tasks, data.n_labels
+    rng = np.random.default_rng(0)
+    term = _AnswerTerm(data)
+    for scale in (1.0, 400.0):  # large logits: the row-maximum shift matters
+        sig, tau = scale * rng.normal(size=(n_w, k, k)), rng.normal(size=(n_t, k, k))
+        q = rng.dirichlet(np.ones(k), n_t)
+        q[0] = [1.0, 0.0, 0.0, 0.0]
+        # the former formulation
+        by_worker = sp.csr_matrix((np.ones(n), (data.worker, np.arange(n))), shape=(n_w, n))
+        by_task = sp.csr_matrix((np.ones(n), (data.task, np.arange(n))), shape=(n_t, n))
+        onehot, qa = np.eye(k)[data.label], q[data.task]
+        lp = log_softmax(sig[data.worker] + tau[data.task], axis=2)
+        ref_value = -(qa[:, :, None] * onehot[:, None, :] * lp).sum()
+        ga = (-qa[:, :, None] * (onehot[:, None, :] - np.exp(lp))).reshape(n, k * k)
+        g_sig, g_tau = np.empty_like(sig), np.empty_like(tau)
+        value = term.value_grad(sig, tau, q, g_sig, g_tau)
+        assert value == ref_value
+        np.testing.assert_array_equal(g_sig.reshape(n_w, -1), by_worker @ ga)
+        np.testing.assert_array_equal(g_tau.reshape(n_t, -1), by_task @ ga)
+        np.testing.assert_array_equal(term.task_loglik(sig, tau), by_task @ lp[np.arange(n), :, data.label])
+    # and it is the gradient of the value (central differences on a few coordinates)
+    sig, tau = rng.normal(size=(n_w, k, k)), 0.3 * rng.normal(size=(n_t, k, k))
+    g_sig, g_tau = np.empty_like(sig), np.empty_like(tau)
+    term.value_grad(sig, tau, q, g_sig, g_tau)
+    for params, grad in ((sig, g_sig), (tau, g_tau)):
+        for idx in zip(*(rng.integers(0, m, 6) for m in params.shape)):
+            step = np.zeros_like(params)
+            step[idx] = 1e-6
+            params += step
+            up = term.value_grad(sig, tau, q, np.empty_like(sig), np.empty_like(tau))
+            params -= 2 * step
+            down = term.value_grad(sig, tau, q, np.empty_like(sig), np.empty_like(tau))
+            params += step
+            assert abs((up - down) / 2e-6 - grad[idx]) < 1e-6 * max(1.0, abs(grad[idx]))
+
+
 def _many_class_crowd(seed, k=400, n_tasks=60, n_workers=20, per_task=3, p_right=0.7):
     rng = np.random.RandomState(seed)
     truth = rng.randint(0, k, n_tasks)

@@ -26,9 +26,11 @@ of answers per task (a task parameter must not explain its few answers away).
 
 Memory and speed: with numba (the ``fast`` extra) the objective, its gradient and the
 posteriors are one compiled pass over the answers each, in O(answers + (W + N) K^2) memory.
-The numpy fallback builds three arrays of shape (answers, K, K) per gradient evaluation,
-e.g. 1e6 answers with K = 5 is 200 MB each; above ``max_cells`` answer-class cells it raises
-a clear error instead of swapping.
+The numpy fallback works in two arrays of shape (answers, K, K) kept across gradient
+evaluations, e.g. 1e6 answers with K = 5 is 200 MB each; above ``max_cells`` answer-class
+cells it raises a clear error instead of swapping.  Its L-BFGS-B still carries the
+(W + N) K^2 parameters: on crowds with many classes and few answers per task (imagenet15n:
+590k parameters for 3k answers) scipy's ``setulb`` is about half of the fit.
 
 Orientation: ``confusions_[w, true, answered]`` is the worker's confusion at the *average*
 task (``tau = 0``): ``softmax_k(sigma_w[c, :])``; ``task_params_`` holds ``tau``.
@@ -203,10 +205,7 @@ class MinimaxEntropy(BaseAggregator):
             raise ValueError(f"diag_prior must be finite and >= 0, got {self.diag_prior!r}")
         centre = np.tile((self.diag_prior * np.log(k) * np.eye(k)).ravel(), n_w)
         w_of, t_of, a_of = data.worker, data.task, data.label
-        if kern is None:  # the numpy path's answer -> worker / task sums and one-hot answers
-            by_worker = sp.csr_matrix((np.ones(n), (w_of, np.arange(n))), shape=(n_w, n))
-            by_task = sp.csr_matrix((np.ones(n), (t_of, np.arange(n))), shape=(n_t, n))
-            onehot = np.eye(k)[a_of]
+        answers = _AnswerTerm(data) if kern is None else None
 
         if init is not None:
             q = init.copy()
@@ -223,36 +222,28 @@ class MinimaxEntropy(BaseAggregator):
 
         w_i, t_i, a_i = (np.ascontiguousarray(v, dtype=np.int64) for v in (w_of, t_of, a_of))
 
-        def log_p(th):
-            sig = th[:n_sig].reshape(n_w, k, k)
-            tau = th[n_sig:].reshape(n_t, k, k)
-            return log_softmax(sig[w_of] + tau[t_of], axis=2)  # (n, c, k)
-
         def task_loglik(th):
             """(n_t, c): sum over each task's answers of log p(x_ij | y_j = c)."""
-            return _task_loglik(data, th[:n_sig].reshape(n_w, k, k), th[n_sig:].reshape(n_t, k, k),
-                                kern, codes=(w_i, t_i, a_i), by_task=None if kern is not None else by_task)
+            sig, tau = th[:n_sig].reshape(n_w, k, k), th[n_sig:].reshape(n_t, k, k)
+            if kern is None:
+                return answers.task_loglik(sig, tau)
+            return _task_loglik(data, sig, tau, kern, codes=(w_i, t_i, a_i))
 
-        def data_term(th, q):
-            """-E_q[log-likelihood] and its gradient (worker block, then task block)."""
-            if kern is not None:
-                g = np.empty_like(th)
-                val = kern.minimax_value_grad(w_i, t_i, a_i, q, th[:n_sig].reshape(n_w, k, k),
-                                              th[n_sig:].reshape(n_t, k, k),
-                                              g[:n_sig].reshape(n_w, k, k), g[n_sig:].reshape(n_t, k, k))
-                return float(val), g
-            qa = q[t_of]
-            lp = log_p(th)
-            val = -(qa[:, :, None] * onehot[:, None, :] * lp).sum()
-            ga = (-qa[:, :, None] * (onehot[:, None, :] - np.exp(lp))).reshape(n, k * k)  # (n, c*k)
-            return float(val), np.concatenate([(by_worker @ ga).ravel(), (by_task @ ga).ravel()])
+        tau_penalty = np.empty(n_t * k * k)
 
         def neg_expected(th, q):
-            val, grad = data_term(th, q)
-            sig, tau = th[:n_sig] - centre, th[n_sig:]
-            val += 0.5 * lw * sig @ sig + 0.5 * lt * tau @ tau
-            grad[:n_sig] += lw * sig
-            grad[n_sig:] += lt * tau
+            """-E_q[log-likelihood] + the penalties, and the gradient (worker block, then task block)."""
+            sig, tau = th[:n_sig].reshape(n_w, k, k), th[n_sig:].reshape(n_t, k, k)
+            grad = np.empty_like(th)  # fresh each call: scipy keeps the returned gradient
+            g_sig, g_tau = grad[:n_sig].reshape(n_w, k, k), grad[n_sig:].reshape(n_t, k, k)
+            if kern is not None:
+                val = float(kern.minimax_value_grad(w_i, t_i, a_i, q, sig, tau, g_sig, g_tau))
+            else:
+                val = answers.value_grad(sig, tau, q, g_sig, g_tau)
+            sig_c, tau_flat = th[:n_sig] - centre, th[n_sig:]
+            val += 0.5 * lw * sig_c @ sig_c + 0.5 * lt * tau_flat @ tau_flat
+            grad[:n_sig] += lw * sig_c
+            grad[n_sig:] += np.multiply(tau_flat, lt, out=tau_penalty)  # no fresh (tasks x K^2) array
             return val, grad
 
         prior = np.full(k, 1.0 / k)
@@ -458,23 +449,101 @@ class MinimaxEntropy(BaseAggregator):
         return q
 
 
-def _task_loglik(data: CrowdLabels, sig: np.ndarray, tau: np.ndarray, kern, codes=None,
-                 by_task=None) -> np.ndarray:
+class _AnswerTerm:
+    """The numpy back end's per-answer passes of the dense solvers' M-step and E-step.
+
+    Every answer ``e`` (worker ``i``, task ``j``, label ``a``) has one K x K block of logits
+    ``z_e[c, :] = sigma_i[c, :] + tau_j[c, :]`` whose rows are log-softmax-normalised into
+    ``lp_e``.  The data term is ``-sum_e sum_c q_j(c) lp_e[c, a]`` and its gradient with
+    respect to ``z_e[c, k]`` is ``q_j(c) (exp(lp_e[c, k]) - [k == a])``; the gradient of
+    ``sigma_i`` (``tau_j``) sums the blocks of worker ``i``'s (task ``j``'s) answers.
+
+    The arithmetic is that of the former formulation, ``lp = scipy.special.log_softmax(z)``,
+    ``value = -(q one-hot lp).sum()`` and ``grad = -q (one-hot - exp(lp))``, operation for
+    operation, so the results are the same to the bit: L-BFGS-B's path is sensitive enough
+    that rounding-level changes of the gradient moved posteriors by up to 5e-4 on a real
+    set (product).  What changed is the cost: two (answers, K, K) buffers are reused
+    across calls instead of a dozen fresh arrays per call; the one-hot products, which are
+    zero but for one column, are formed only on that column; and log-softmax's row maximum
+    is taken by K elementwise maxima instead of numpy's slow reduction along a short axis.
+
+    Parameters
+    ----------
+    data : CrowdLabels
+        The answers; ``sigma`` and ``tau`` passed to the methods are indexed by its worker
+        and task codes.
+    """
+
+    def __init__(self, data: CrowdLabels) -> None:
+        n, k = data.n_labels, data.n_classes
+        self.worker = np.asarray(data.worker, dtype=np.intp)
+        self.task = np.asarray(data.task, dtype=np.intp)
+        self.label = np.asarray(data.label, dtype=np.intp)
+        self.rows = np.arange(n)
+        self.by_worker = sp.csr_matrix((np.ones(n), (self.worker, self.rows)), shape=(data.n_workers, n))
+        self.by_task = sp.csr_matrix((np.ones(n), (self.task, self.rows)), shape=(data.n_tasks, n))
+        self.z = np.empty((n, k, k))  # logits, then log-softmax, then the gradient
+        self.scratch = np.empty((n, k, k))
+
+    def _log_softmax(self, sig: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """``log_softmax(sigma[worker] + tau[task], axis=2)`` in the buffer (answers, c, k),
+        with scipy's operations (row maximum, non-finite maxima set to 0, ``exp``, ``sum``
+        along the row, ``log``), hence scipy's bits."""
+        z, scratch, k = self.z, self.scratch, self.z.shape[2]
+        # mode="clip" (the codes are in range): with the default "raise", ``out`` is buffered
+        np.take(sig, self.worker, axis=0, out=z, mode="clip")
+        z += np.take(tau, self.task, axis=0, out=scratch, mode="clip")
+        top = z[:, :, 0].copy()  # the row maximum: exact whichever way it is taken
+        for col in range(1, k):
+            np.maximum(top, z[:, :, col], out=top)
+        top[~np.isfinite(top)] = 0.0
+        z -= top[:, :, None]
+        np.exp(z, out=scratch)
+        log_sums = np.log(np.sum(scratch, axis=2, keepdims=True))
+        z -= log_sums
+        return z
+
+    def value_grad(self, sig: np.ndarray, tau: np.ndarray, q: np.ndarray, g_sig: np.ndarray,
+                   g_tau: np.ndarray) -> float:
+        """``-E_q[log-likelihood]`` of the answers; its gradient is written to ``g_sig``
+        (workers, K, K) and ``g_tau`` (tasks, K, K)."""
+        lp = self._log_softmax(sig, tau)
+        qa = q[self.task]
+        # the value: q one-hot lp, zero off the answered column (its -0.0s add nothing),
+        # summed over the whole block so that numpy's pairwise order is unchanged
+        terms = self.scratch
+        terms.fill(0.0)
+        terms[self.rows, :, self.label] = qa * lp[self.rows, :, self.label]
+        value = -float(terms.sum())
+        # the gradient -q (one-hot - exp(lp)): q exp(lp) off the answered column (the two
+        # signs cancel exactly) and q (exp(lp) - 1) on it
+        grad = np.exp(lp, out=lp)
+        answered = grad[self.rows, :, self.label]
+        grad *= qa[:, :, None]
+        grad[self.rows, :, self.label] = qa * (answered - 1.0)
+        grad = grad.reshape(grad.shape[0], -1)
+        g_sig[...] = (self.by_worker @ grad).reshape(g_sig.shape)
+        g_tau[...] = (self.by_task @ grad).reshape(g_tau.shape)
+        return value
+
+    def task_loglik(self, sig: np.ndarray, tau: np.ndarray) -> np.ndarray:
+        """(tasks, K): ``sum over task j's answers of log p(x_ij | y_j = c)``."""
+        lp = self._log_softmax(sig, tau)
+        return self.by_task @ lp[self.rows, :, self.label]
+
+
+def _task_loglik(data: CrowdLabels, sig: np.ndarray, tau: np.ndarray, kern, codes=None) -> np.ndarray:
     """(n_tasks, K): ``sum over task j's answers of log p(x_ij | y_j = c)`` under the model
     ``p(x_ij = a | y_j = c) = softmax_a(sigma_i[c] + tau_j[c])``.
 
-    With the compiled kernels ``kern`` one fused pass; otherwise a sparse sum of the answers'
-    log-softmax rows.  ``codes`` (int64 worker, task, label arrays) and ``by_task`` (the
-    task x answer incidence) may be passed by a caller that evaluates it many times.
+    With the compiled kernels ``kern`` one fused pass (``codes``: the int64 worker, task,
+    label arrays, if the caller has them); otherwise :class:`_AnswerTerm`'s, the same
+    arithmetic as the fit's E-step on the numpy back end.
     """
-    n_t, k, n = data.n_tasks, data.n_classes, data.n_labels
     if kern is not None:
         if codes is None:
             codes = tuple(np.ascontiguousarray(v, dtype=np.int64) for v in (data.worker, data.task, data.label))
-        out = np.zeros((n_t, k))
+        out = np.zeros((data.n_tasks, data.n_classes))
         kern.minimax_task_loglik(*codes, sig, tau, out)
         return out
-    if by_task is None:
-        by_task = sp.csr_matrix((np.ones(n), (data.task, np.arange(n))), shape=(n_t, n))
-    lp = log_softmax(sig[data.worker] + tau[data.task], axis=2)
-    return by_task @ lp[np.arange(n), :, data.label]
+    return _AnswerTerm(data).task_loglik(sig, tau)
