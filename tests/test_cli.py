@@ -442,6 +442,28 @@ def test_benchmark_odd_folders_name_the_file(tmp_path, capsys, monkeypatch):
     assert code == 2 and "no such folder" in err and err.count("\n") == 1
 
 
+def test_benchmark_says_why_gold_scores_nothing(tmp_path, capsys):
+    """Gold ids spelled otherwise than the answers' (``0001`` for ``1``) gave a table of n/a
+    without a word; benchmark now notes it as ``aggregate --gold`` does, naming the gold file
+    and an id, for class labels and the other kinds alike."""
+    folder = tmp_path / "padded"
+    folder.mkdir()
+    (folder / "labels.csv").write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,y\n2,b,y\n")
+    (folder / "truth.csv").write_text("task,truth\n0001,x\n0002,y\n")
+    code, out, err = run(["benchmark", str(folder), "--methods", "mv"], capsys)
+    assert code == 0 and "n/a" in out
+    assert err == (f"crowdlearn: note: {folder / 'truth.csv'}: 2 of 2 gold task(s) have no answers "
+                   "and are not scored (e.g. '0001')\n")
+    (folder / "labels.csv").write_text("task,worker,label\n1,a,1.5\n1,b,2.5\n2,a,3\n2,b,4\n")
+    (folder / "truth.csv").write_text("task,truth\n1,2\n0002,3\n")
+    code, _, err = run(["benchmark", str(folder), "--kind", "continuous", "--methods", "mean"], capsys)
+    assert code == 0 and "1 of 2 gold task(s) have no answers" in err and "(e.g. '0002')" in err
+    # gold that matches says nothing
+    (folder / "truth.csv").write_text("task,truth\n1,2\n2,3\n")
+    code, _, err = run(["benchmark", str(folder), "--kind", "continuous", "--methods", "mean"], capsys)
+    assert code == 0 and err == ""
+
+
 def test_benchmark_one_table_per_kind(capsys):
     """Folders of different kinds give one table each; --methods are split by kind."""
     from conftest import SHARED_DATA, skip_missing

@@ -184,15 +184,27 @@ def _gold_ids_of(truth, ids):
     return truth.set_axis(pd.Index(_ids_like(truth.index, ids), name=truth.index.name))
 
 
-def _note_unmatched_gold(args, truth, units, unit: str = "task") -> None:
-    """One line on stderr when gold names units that have no answers (they cannot be scored)."""
+def _note_unmatched_gold(gold_file, truth, units, unit: str = "task") -> None:
+    """One line on stderr when gold names units that have no answers (they cannot be scored).
+
+    Parameters
+    ----------
+    gold_file : path-like
+        The file the gold was read from, named in the note.
+    truth : pandas.Series or None
+        Gold values by unit id; None, or gold keyed by (group, item), is not checked.
+    units : pandas.Index or None
+        The ids of the answered units.
+    unit : str
+        What a unit is called in the note (``task`` or ``item``).
+    """
     import pandas as pd
 
     if not isinstance(truth, pd.Series) or units is None or isinstance(truth.index, pd.MultiIndex):
         return
     alone = truth.index[~truth.index.isin(units)]
     if len(alone):
-        print(f"crowdlearn: note: {args.gold}: {len(alone)} of {len(truth)} gold {unit}(s) have no "
+        print(f"crowdlearn: note: {gold_file}: {len(alone)} of {len(truth)} gold {unit}(s) have no "
               f"answers and are not scored (e.g. {alone[0]!r})", file=sys.stderr)
 
 
@@ -234,7 +246,7 @@ def _table_with_gold(args, build, truth, task_ids):
     truth = _gold_ids_of(truth, task_ids)
     with naming_file(args.input, args.gold):
         data = build(truth)
-    _note_unmatched_gold(args, truth, data.tasks)
+    _note_unmatched_gold(args.gold, truth, data.tasks)
     return data
 
 
@@ -469,7 +481,7 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
     else:  # pairwise and similarity: gold by item
         with naming_file(args.input, args.gold):
             data = build(truth)
-        _note_unmatched_gold(args, truth, data.items, "item")
+        _note_unmatched_gold(args.gold, truth, data.items, "item")
     del df
     return _fit_answers(args, kind, data)
 
@@ -549,7 +561,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     df = None  # the string frames cost more memory than the fit itself at 10^7 rows
     groups = _read_groups(args, data, cols[0]) if args.group_col else None  # checked before the fit
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
-    _note_unmatched_gold(args, truth, data.tasks)
+    _note_unmatched_gold(args.gold, truth, data.tasks)
     del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, params)
@@ -806,12 +818,29 @@ def _with_folder_features(folder, data):
     return data.with_features(features.loc[data.tasks].to_numpy())
 
 
+def _note_folder_gold(folder: Path, kind: str, data) -> None:
+    """``benchmark``'s note on a folder's gold units without answers, as ``aggregate --gold``
+    gives it (:func:`_note_unmatched_gold`): gold whose ids are spelled otherwise than the
+    answers' (``0001`` for ``1``) scores nothing, and the table alone shows only ``n/a``."""
+    from .core.data import strip_text
+    from .core.io import GOLD_COLUMNS
+
+    file = next((folder / n for n in ("truth.csv", "truth.csv.gz") if (folder / n).exists()), None)
+    if file is None or getattr(data, "grouped", False):  # grouped comparisons: gold by (group, item)
+        return
+    pairs = kind in ("pairwise", "similarity")
+    # the unit column is task (the shared format) or the first one (item, as simulate writes)
+    gold = _read_gold(file, "task", (*GOLD_COLUMNS, "score"))
+    _note_unmatched_gold(file, gold.set_axis(strip_text(gold.index)),  # ids as the answers' are
+                         data.items if pairs else data.tasks, "item" if pairs else "task")
+
+
 def _cmd_benchmark(args) -> int:
     """One table per answer kind among the folders: accuracy for class labels, the kind's
     metrics against gold for the others."""
     from .benchmarking import run_kind_methods
     from .core.io import folder_kind
-    from .datasets import load
+    from .datasets import load, locate
 
     from .registry import method_kinds
 
@@ -821,8 +850,10 @@ def _cmd_benchmark(args) -> int:
         raise UsageError(f"unknown method(s) {unknown}; see 'crowdlearn methods'")
     by_kind: dict[str, dict] = {}
     for folder, name in _dataset_names(args.folders).items():
-        kind = args.kind or folder_kind(folder)
-        data = load(folder, kind=kind)
+        path = locate(folder)
+        kind = args.kind or folder_kind(path)
+        data = load(path, kind=kind)
+        _note_folder_gold(path, kind, data)
         if kind == "ordinal":
             _check_benchmark_ordinal(folder, data)
         if kind == "classification" and _wants_features(asked):

@@ -20,7 +20,7 @@ import pandas as pd
 from ..core.io import GOLD_COLUMNS, folder_kind, load_folder, read_table
 from ..core.tables import naming_file
 
-__all__ = ["load", "list", "list_datasets", "available", "shared_root", "load_folder", "folder_kind",
+__all__ = ["load", "locate", "list", "list_datasets", "available", "shared_root", "load_folder", "folder_kind",
            "DATA_DIR"]
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -134,6 +134,42 @@ def list_datasets(root: str | Path | None = None, bundled: bool = True) -> pd.Da
 list = list_datasets  # noqa: A001
 
 
+def locate(name: str | Path, root: str | Path | None = None) -> Path:
+    """The folder :func:`load` reads for ``name``.
+
+    Parameters
+    ----------
+    name : str or path-like
+        A bundled dataset, a folder under ``root``, or a folder's path, looked up in that order.
+    root : path-like, optional
+        The folder of shared datasets (default :func:`shared_root`).
+
+    Returns
+    -------
+    Path
+        The dataset's folder, for reading its other files (``truth.csv``) beside the answers.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is a file, or neither a dataset nor a folder (the error lists the known ones).
+    """
+    folder = DATA_DIR / name
+    if folder.is_dir():
+        return folder
+    base = shared_root(root)
+    if base is not None and _is_dataset(base / name):
+        return base / name
+    if Path(name).is_dir():
+        return Path(name)
+    if Path(name).exists():
+        raise ValueError(f"{name}: not a folder; a dataset is a folder holding labels.csv "
+                         "(pairs.csv for comparisons) and optionally truth.csv")
+    known = ", ".join(list_datasets(root).index) if base is not None else ", ".join(available())
+    what = "no such folder, nor a known dataset" if os.sep in str(name) else "unknown dataset"
+    raise ValueError(f"{what} {name!r}; known datasets: {known}")
+
+
 def load(name: str, kind: str | None = None, with_features: bool = False, root: str | Path | None = None):
     """Load a bundled dataset, or any folder in the common format, as its kind's answer table.
 
@@ -149,20 +185,7 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
     ``with_features=True`` (class labels; tasks that have features but no answer are then
     kept, for learning).
     """
-    folder = DATA_DIR / name
-    if not folder.is_dir():
-        base = shared_root(root)
-        if base is not None and _is_dataset(base / name):
-            folder = base / name
-        elif Path(name).is_dir():
-            folder = Path(name)
-        elif Path(name).exists():
-            raise ValueError(f"{name}: not a folder; a dataset is a folder holding labels.csv "
-                             "(pairs.csv for comparisons) and optionally truth.csv")
-        else:
-            known = ", ".join(list_datasets(root).index) if base is not None else ", ".join(available())
-            what = "no such folder, nor a known dataset" if os.sep in str(name) else "unknown dataset"
-            raise ValueError(f"{what} {name!r}; known datasets: {known}")
+    folder = locate(name, root)
     kind = kind or folder_kind(folder)
     if kind in ("classification", "ordinal", "learning"):
         return load_folder(folder, with_features=with_features)
