@@ -179,6 +179,18 @@ def test_cli_next(tmp_path, capsys):
     assert out_csv.splitlines()[0] == "task,worker,score" and len(out_csv.splitlines()) == 6
 
 
+def test_scores_of_certain_tasks_are_zero_not_negative_zero(tmp_path, capsys):
+    """Answers of one class give certain posteriors, whose entropy was -0.0 (the negated sum
+    of 1 log 1), and `crowdlearn next` printed scores of -0.0."""
+    assert not np.signbit(task_scores("entropy", np.ones((2, 1)), None, np.random.default_rng(0))).any()
+    src = tmp_path / "answers.csv"
+    src.write_text("task,worker,label\n1,a,x\n1,b,x\n2,a,x\n")
+    for strategy in ("entropy", "margin", "eig", "kg"):
+        assert main(["next", str(src), "--budget", "2", "--strategy", strategy]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[1:] and all(line.endswith(",0.0") for line in out.splitlines()[1:]), (strategy, out)
+
+
 def test_budget_zero_is_an_empty_suggestion_in_python_and_on_the_command_line(tmp_path, capsys):
     """suggest(0) returned an empty frame while `next --budget 0` was an error: both now give
     no suggestion (the CLI a header-only table), and a negative budget is an error naming it."""

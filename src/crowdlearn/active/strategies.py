@@ -53,7 +53,9 @@ JOINT_WORKER_STRATEGIES = ("eig", "eig-thompson")
 
 def _entropy(p: np.ndarray, axis: int = -1) -> np.ndarray:
     p = np.clip(p, 1e-300, 1.0)
-    return -(p * np.log(p)).sum(axis=axis)
+    # 0 - x, not -x: a certain distribution (one class) sums to +0.0, which negation would
+    # turn into the -0.0 that `crowdlearn next` printed as a score
+    return 0.0 - (p * np.log(p)).sum(axis=axis)
 
 
 def expected_information_gain(post: np.ndarray, confusion: np.ndarray) -> np.ndarray:
