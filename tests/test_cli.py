@@ -133,6 +133,8 @@ def test_row_numbers_in_file_errors_are_file_lines(tmp_path, capsys):
         (["aggregate"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n", "in.csv: missing value in column 'label' at line 3"),
         (["aggregate", "--kind", "continuous"], "in.csv", "task,worker,label\n1,a,0.5\n2,a,abc\n",
          "in.csv: column 'label' must hold finite numbers: 'abc' at line 3"),
+        (["aggregate", "--kind", "continuous"], "in.csv", "task,worker,label\n1,a,0.5\n2,a,\n",
+         "in.csv: missing value in column 'label' at line 3"),
         (["aggregate", "--classes", "0,1"], "in.tsv", "task\tworker\tlabel\n1\ta\t0\n2\ta\t7\n",
          "in.tsv: label '7' is not one of the given classes ['0', '1'] (line 3)"),
         (["next", "--budget", "2"], "in.csv", "task,worker,label\n1,a,0\n2,a,\n",

@@ -245,9 +245,10 @@ class ContinuousAnswers(AnswerTable):
                              + column_hint(missing, df.columns))
         if len(df) == 0 and all_tasks is None:
             raise ValueError("no crowd answers: the table is empty")
-        # " t1" is the task "t1"; the answers are numbers, which to_numbers reads stripped
-        df = strip_frame(df, (task, worker))
-        for col in (task, worker):
+        # " t1" is the task "t1"; an empty (or blank) answer is missing, said as the class-label
+        # reader says it, not shown as the nan it reads as; to_numbers parses the rest
+        df = strip_frame(df, (task, worker, label))
+        for col in (task, worker, label):
             bad = df[col].isna().to_numpy()
             if bad.any():
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
