@@ -625,6 +625,46 @@ def test_aggregate_continuous_ordinal_multilabel_similarity(tmp_path, capsys):
     assert ari > 0.9, err
 
 
+@pytest.mark.parametrize("kind, flags, message", [
+    ("continuous", ["--classes", "a,b"], "--classes names the classes of class labels or the tags of "
+                                         "multilabel answers; continuous answers have none"),
+    ("pairwise", ["--classes", "a,b"], "--classes names the classes of class labels or the tags of "
+                                       "multilabel answers; pairwise answers have none"),
+    ("similarity", ["--classes", "a,b"], "--classes names the classes of class labels or the tags of "
+                                         "multilabel answers; similarity answers have none"),
+    ("classification", ["--delimiter", ";"], "--delimiter separates the tags of multilabel answers; "
+                                             "classification answers have none"),
+    ("classification", ["--engine", "stream", "--delimiter", ";"],
+     "--delimiter separates the tags of multilabel answers; classification answers have none"),
+    ("ordinal", ["--delimiter", ";"], "--delimiter separates the tags of multilabel answers; "
+                                      "ordinal answers have none"),
+    ("continuous", ["--delimiter", ";"], "--delimiter separates the tags of multilabel answers; "
+                                         "continuous answers have none"),
+])
+def test_flags_a_kind_does_not_read_are_refused(kind, flags, message, tmp_path, capsys):
+    """--classes on continuous, pairwise and similarity answers and --delimiter on any kind but
+    multilabel were ignored without a word; each is now one usage error naming flag and kind."""
+    out = tmp_path / "a.csv"
+    code, _, err = run(["simulate", "--kind", kind, "--tasks", "10", "--workers", "6", "--out", str(out)], capsys)
+    assert code == 0, err
+    kind_flag = [] if "--engine" in flags else ["--kind", kind]
+    code, stdout, err = run(["aggregate", str(out), *kind_flag, *flags], capsys)
+    assert code == 2 and stdout == "" and err == f"crowdlearn: error: {message}\n", err
+
+
+def test_multilabel_classes_are_the_tag_set(tmp_path, capsys):
+    """On multilabel answers --classes is the tag set (it was ignored): its order is the
+    columns', a tag nobody gave gets its column, and an answer's tag outside it is an error."""
+    src = tmp_path / "m.csv"
+    src.write_text("task,worker,label\n1,a,x;y\n1,b,x\n2,a,y\n2,b,y\n")
+    code, out, err = run(["aggregate", str(src), "--kind", "multilabel", "--delimiter", ";",
+                          "--classes", "z,y,x"], capsys)
+    assert code == 0, err
+    assert list(pd.read_csv(io.StringIO(out)).columns) == ["task", "label", "confidence", "p:z", "p:y", "p:x"]
+    code, _, err = run(["aggregate", str(src), "--kind", "multilabel", "--delimiter", ";", "--classes", "x"], capsys)
+    assert code == 2 and "tag 'y' is not one of the given tags ['x'] (lines 2, 4, 5)" in err and err.count("\n") == 1, err
+
+
 @pytest.mark.parametrize("kind", ["continuous", "ordinal", "multilabel", "pairwise", "similarity"])
 def test_simulate_then_aggregate_every_kind(kind, tmp_path, capsys):
     """`simulate --kind K` writes answers and gold that `aggregate --kind K --gold` reads back,

@@ -303,6 +303,7 @@ def _aggregate(args) -> int:
         return _aggregate_scaled(args, colmap)
     if args.format:
         kind = _resolve_kind(args, set())
+        _check_kind_flags(args, kind)
         _check_group_flags(args, kind)
         _check_calibrate(args, kind)
         if kind == "continuous":
@@ -320,6 +321,7 @@ def _aggregate(args) -> int:
         _reading(args, args.input)
         read = [read_table(args.input)]
     kind = _resolve_kind(args, set(read[0].columns) if read else set())
+    _check_kind_flags(args, kind)
     _check_group_flags(args, kind)
     _check_calibrate(args, kind)
     # errors name file lines (header = line 1); Parquet has no lines: row positions
@@ -356,6 +358,19 @@ def _calibrated(args, kind: str, est, data):
     return CalibratedAggregator(est, random_state=seed), gold
 
 
+def _check_kind_flags(args, kind: str) -> None:
+    """--classes and --delimiter: on the kinds that read them (they were ignored on the others).
+
+    --classes is the class set of class labels (their order, for ordinal ones) and the tag set
+    of multi-label answers; --delimiter separates the tags of a multi-label answer.
+    """
+    if args.classes is not None and kind not in ("classification", "ordinal", "multilabel"):
+        raise UsageError(f"--classes names the classes of class labels or the tags of multilabel "
+                         f"answers; {kind} answers have none")
+    if args.delimiter is not None and kind != "multilabel":
+        raise UsageError(f"--delimiter separates the tags of multilabel answers; {kind} answers have none")
+
+
 def _check_group_flags(args, kind: str) -> None:
     """The group report's flags: with --group-col, on class labels (they were ignored)."""
     orphans = [flag for flag, value in (("--tasks", args.tasks), ("--positive", args.positive),
@@ -385,6 +400,7 @@ def _aggregate_scaled(args, colmap: dict) -> int:
     if args.kind not in (None, "classification"):
         raise UsageError(f"--engine {args.engine} fits class labels, not {args.kind} answers "
                          "(drop --engine to fit them in memory)")
+    _check_kind_flags(args, "classification")  # the engines fit class labels only (above)
     name = args.method or DEFAULT_METHODS["classification"]
     if name not in supported_methods():
         raise UsageError(f"--engine {args.engine} runs {', '.join(supported_methods())}; not {name!r}")
@@ -471,7 +487,12 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = _read_answers(args, cols, read or [])
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
-    options = {"delimiter": args.delimiter} if kind == "multilabel" and args.delimiter else {}
+    options = {}
+    if kind == "multilabel":  # the other kinds refused these flags (_check_kind_flags)
+        if args.delimiter is not None:
+            options["delimiter"] = args.delimiter
+        if args.classes is not None:
+            options["tags"] = _classes(args)
 
     def build(gold):
         return table_cls.from_frame(df, **roles, **extra, **options, truth=gold, first_line=first_line)
@@ -1177,7 +1198,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--task-col", default="task")
     a.add_argument("--worker-col", default="worker")
     a.add_argument("--label-col", default="label")
-    a.add_argument("--classes", help="comma-separated class set, a name with a comma in double quotes (default: the labels seen)")
+    a.add_argument("--classes", help="comma-separated class set (multilabel: tag set), in output order "
+                   "(ordinal: lowest first), a name with a comma in double quotes (default: the labels seen)")
     a.add_argument("--gold", help="file of task,truth; reports accuracy")
     a.add_argument("--format", default=None, metavar="NAME",
                    help="read a platform export: toloka, mturk, labelstudio, prodigy, argilla, "
