@@ -160,3 +160,24 @@ def test_a_json_array_of_records_is_read(tmp_path, capsys):
         out = tmp_path / "out.csv"
         assert main(["aggregate", str(path), "--method", "mv", "--out", str(out)]) == 0, capsys.readouterr().err
         assert pd.read_csv(out, dtype=str)["task"].tolist() == ["007", "08", "7"]
+
+
+def test_messages_show_number_classes_and_ids_as_written():
+    """Classes and ids of a numeric frame are numpy scalars: predict_proba said
+    ``class np.int64(7) was not seen during fit`` (and gold errors ``task np.int64(1)``); the
+    messages show the value, ``7``, as the answers have it."""
+    import pytest
+
+    from crowdlearn import DawidSkene
+
+    numbers = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": [0, 1, 1, 1]})
+    est = DawidSkene().fit(CrowdLabels.from_frame(numbers))
+    new = CrowdLabels.from_frame(pd.DataFrame({"task": [3], "worker": ["a"], "label": [7]}))
+    with pytest.raises(ValueError, match=r"^class 7 was not seen during fit$"):
+        est.predict_proba(new)
+    with pytest.raises(ValueError, match=r"^partial_fit: class 7 is not among"):
+        DawidSkene().partial_fit(numbers, classes=[0, 1]).partial_fit(new.to_frame())
+    with pytest.raises(ValueError, match=r"^gold label 5 of task 1 is not one of the classes \[0, 1\]$"):
+        CrowdLabels.from_frame(numbers, truth={1: 5}, classes=[0, 1])
+    with pytest.raises(ValueError, match=r"^gold of task 1 is given twice: 0 and 1$"):
+        CrowdLabels.from_frame(numbers, truth=pd.Series([0, 1], index=[1, 1]))

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, keyed_gold, positions_by_value
+from ..core.data import CrowdLabels, as_crowd_labels, keyed_gold, positions_by_value, show_value
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
@@ -87,7 +87,7 @@ def align_to_fit(data: CrowdLabels, workers: pd.Index, classes: pd.Index) -> Cro
     cls_map = classes.get_indexer(data.classes)
     if np.any(cls_map < 0):
         unknown = data.classes[cls_map < 0][0]
-        raise ValueError(f"class {unknown!r} was not seen during fit")
+        raise ValueError(f"class {show_value(unknown)} was not seen during fit")
     w_map = workers.get_indexer(data.workers)
     keep = w_map[data.worker] >= 0
     return CrowdLabels(
@@ -226,7 +226,7 @@ def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | 
     vote_share = float(np.mean(is_max[:, top] / is_max.sum(axis=1)))
     if vote_share <= COLLAPSE_VOTE_SHARE:
         warnings.warn(
-            f"{name}: {share:.0%} of the answered tasks get class {data.classes[top]!r}, which "
+            f"{name}: {share:.0%} of the answered tasks get class {show_value(data.classes[top])}, which "
             f"majority vote gives to {vote_share:.0%} of them: either that class is that frequent, "
             "or the fit collapsed onto one class (too few answers per task and per worker to "
             "identify its worker model); compare with 'mv'",

@@ -54,7 +54,7 @@ import pandas as pd
 
 from ..core import kernels
 from ..core.base import resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels, show_value
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
 from ..core.tables import column_hint
 
@@ -192,7 +192,7 @@ class OnlineState:
         unknown = data.classes.difference(classes)
         if len(unknown):
             raise ValueError(
-                f"partial_fit: class {unknown[0]!r} is not among the classes fixed at the first call "
+                f"partial_fit: class {show_value(unknown[0])} is not among the classes fixed at the first call "
                 f"({list(classes)}); pass classes= to the first partial_fit"
             )
         if not data.classes.equals(classes):  # recode onto the fixed class order

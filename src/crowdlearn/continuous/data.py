@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, show_value, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
@@ -42,13 +42,6 @@ def to_numbers(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.asarray(num, dtype=np.float64)
     bad = ~np.isfinite(out) | is_bool
     return out, bad
-
-
-def _show(value: Any) -> str:
-    """A value for an error message: text quoted, numbers (numpy's too) as written."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value)
 
 
 class ContinuousAnswers(AnswerTable):
@@ -175,7 +168,7 @@ class ContinuousAnswers(AnswerTable):
         values, bad = to_numbers(g)
         if bad.any():
             first = int(np.argmax(bad))
-            raise ValueError(f"gold value {_show(g.iloc[first])} of task {_show(g.index[first])} "
+            raise ValueError(f"gold value {show_value(g.iloc[first])} of task {show_value(g.index[first])} "
                              "is not a finite number")
         pos = positions_by_value(self.tasks, g.index, "the answers' tasks")  # 17 is "17"
         ok = pos >= 0
@@ -254,7 +247,7 @@ class ContinuousAnswers(AnswerTable):
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
         values, bad = to_numbers(df[label])
         if bad.any():
-            first = _show(df[label].iloc[int(np.argmax(bad))])
+            first = show_value(df[label].iloc[int(np.argmax(bad))])
             raise ValueError(f"column '{label}' must hold finite numbers: {first} at "
                              f"{row_list(bad, first_line)}")
         if all_tasks is not None:

@@ -19,7 +19,7 @@ import pandas as pd
 from .answer_table import check_codes, freeze
 
 __all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "keyed_gold",
-           "label_number", "positions_by_value", "row_list", "strip_frame", "strip_text"]
+           "label_number", "positions_by_value", "row_list", "show_value", "strip_frame", "strip_text"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -190,6 +190,26 @@ def row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) ->
     shown = ", ".join(str(int(r)) for r in rows[:limit])
     more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
     return f"{what} {shown}{more}"
+
+
+def show_value(value: Any) -> str:
+    """A class, tag, id or answer as an error message shows it: its repr as Python's.
+
+    Values taken from a pandas Index or a numpy array are numpy scalars, whose repr is
+    ``np.int64(7)`` since numpy 2; the message should say ``7``, as the file does.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
+        ``repr`` of the value, of its Python equivalent for a numpy scalar (text quoted).
+    """
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
 
 
 def _normalise_label_values(values: pd.Series) -> pd.Series:
@@ -410,8 +430,8 @@ def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.I
     if len(bad):
         at = bad[0]
         raise ValueError(
-            f"gold of task {tasks[at]!r} is given twice: {classes[first[at]]!r} and "
-            f"{classes[codes[at]]!r}"
+            f"gold of task {show_value(tasks[at])} is given twice: {show_value(classes[first[at]])} and "
+            f"{show_value(classes[codes[at]])}"
         )
 
 
@@ -880,9 +900,8 @@ class CrowdLabels:
             cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
             if np.any(cls_codes < 0):
                 first = int(np.flatnonzero(cls_codes < 0)[0])
-                bad_val, bad_task = truth_s.iloc[first], truth_s.index[first]
-                bad_val = bad_val.item() if isinstance(bad_val, np.generic) else bad_val
-                raise ValueError(f"gold label {bad_val!r} of task {bad_task!r} is not one of the "
+                bad_val, bad_task = show_value(truth_s.iloc[first]), show_value(truth_s.index[first])
+                raise ValueError(f"gold label {bad_val} of task {bad_task} is not one of the "
                                  f"classes {list(class_index)[:10]}")
             _refuse_contradicting_gold(truth_s.index, cls_codes, class_index)
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
