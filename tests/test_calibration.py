@@ -90,3 +90,17 @@ def test_calibration_needs_gold():
         cl.CalibratedAggregator("ds", cv=1).fit(data, gold=data.truth_series().iloc[:10])
     with pytest.raises(ValueError, match="one posterior row per gold class"):
         fit_calibration(np.full((3, 2), 0.5), np.array([0, 1]))
+
+
+def test_base_is_a_class_label_method():
+    """An unknown base named the methods of every kind; it names the class-label ones, and
+    an ordinal base stays one (the CLI calibrates ordinal fits)."""
+    from crowdlearn.simulate import ordinal_crowd
+
+    data = _overconfident_crowd()
+    with pytest.raises(ValueError, match="^unknown classification or ordinal method 'bt'; known: .*ds") as err:
+        cl.CalibratedAggregator("bt").fit(data, gold=data.truth_series())
+    assert "symnmf" not in str(err.value) and "mean" not in str(err.value)
+    grades, _ = ordinal_crowd(60, 8, 4, 5, seed=0)
+    est = cl.CalibratedAggregator("ordinal-ds", cv=2).fit(grades, gold=grades.truth_series().iloc[:30])
+    assert len(est.labels_) == grades.n_tasks

@@ -208,6 +208,24 @@ def test_identical_column_roles_are_rejected(tmp_path, capsys):
     assert code == 2 and "task and worker" in err and "'task'" in err
 
 
+@pytest.mark.parametrize("method, param", [("spammer-filtered", "base=nope"), ("spammer-filtered", "base=mean"),
+                                           ("auto", "candidates=ds,nope")])
+def test_unknown_base_method_lists_the_class_label_methods(tmp_path, capsys, method, param):
+    """A wrapper's unknown base (or auto's candidate) listed the methods of every kind (bt,
+    mean, symnmf, ...); it lists those a class-label wrapper can run: classification and
+    ordinal methods, and no other kind's."""
+    from crowdlearn.registry import LABEL_KINDS, method_kinds
+
+    src = tmp_path / "in.csv"
+    src.write_text("task,worker,label\n1,a,0\n1,b,0\n2,a,1\n2,b,1\n")
+    code, _, err = run(["aggregate", str(src), "--method", method, "--param", param], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("crowdlearn: error: unknown classification or ordinal method"), err
+    listed = err.split("known: ")[1].strip().split(", ")
+    assert listed == sorted(n for n, k in method_kinds().items() if k in LABEL_KINDS)
+    assert "ds" in listed and "ordinal-ds" in listed and "mean" not in listed and "bt" not in listed
+
+
 def test_param_values_are_parsed(tmp_path, capsys):
     src = tmp_path / "in.csv"
     rows = [(t, w, (t + (w == 3 and t % 3 == 0)) % 2) for t in range(30) for w in range(4)]

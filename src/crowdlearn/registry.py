@@ -28,7 +28,7 @@ from importlib import import_module
 from typing import NamedTuple
 
 __all__ = ["methods", "get_method", "fresh_estimator", "method_kinds", "answer_type_of", "REGISTRY", "ANSWER_TABLES",
-           "DEFAULT_METHODS", "Entry", "load_path"]
+           "DEFAULT_METHODS", "LABEL_KINDS", "Entry", "load_path"]
 
 
 class Entry(NamedTuple):
@@ -127,6 +127,11 @@ DEFAULT_METHODS: dict[str, str] = {
     _SIM: "symnmf",
 }
 
+#: the kinds whose methods fit class labels (CrowdLabels) from the answers alone: those a
+#: method built on another class-label method may run (a wrapper's ``base``, ``auto``'s
+#: candidates), so that an unknown name there lists these, not every kind's
+LABEL_KINDS: tuple[str, ...] = (_C, _ORD)
+
 #: kind -> "module:Class" of the answer table its methods fit on (ordinal methods fit on
 #: CrowdLabels with ordered classes); read by the CLI and the benchmarks
 ANSWER_TABLES: dict[str, str] = {
@@ -156,8 +161,16 @@ def _check_kind(kind: str | None) -> None:
         raise ValueError(f"unknown method kind {kind!r}; known kinds: {', '.join(KINDS)}")
 
 
-def get_method(name: str, kind: str | None = None):
+def get_method(name: str, kind: str | tuple[str, ...] | None = None):
     """The estimator class registered under ``name`` (of ``kind``, when given).
+
+    Parameters
+    ----------
+    name : str
+        A registered short name.
+    kind : str or tuple of str, optional
+        The kind, or the kinds (e.g. :data:`LABEL_KINDS`), the method must be of; the error
+        for a name of none of them lists only their methods.
 
     Raises
     ------
@@ -166,21 +179,24 @@ def get_method(name: str, kind: str | None = None):
     ImportError
         When the method's optional dependency (e.g. torch) is missing.
     """
-    _check_kind(kind)
+    kinds = (kind,) if isinstance(kind, str) else kind
+    for k in kinds or ():
+        _check_kind(k)
     entry = REGISTRY.get(name)
-    if entry is None or (kind is not None and entry.kind != kind):
-        known = sorted(n for n, e in REGISTRY.items() if kind is None or e.kind == kind)
-        what = "method" if kind is None else f"{kind} method"
+    if entry is None or (kinds is not None and entry.kind not in kinds):
+        known = sorted(n for n, e in REGISTRY.items() if kinds is None or e.kind in kinds)
+        what = "method" if kinds is None else f"{' or '.join(kinds)} method"
         raise ValueError(f"unknown {what} {name!r}; known: {', '.join(known)}") from None
     return load_path(entry.path)
 
 
-def fresh_estimator(spec, kind: str | None = None, random_state=0):
+def fresh_estimator(spec, kind: str | tuple[str, ...] | None = None, random_state=0):
     """An unfitted estimator for a method that fits another one (a wrapper's ``base``).
 
     ``spec`` is a registered name, instantiated with its defaults and given
     ``random_state`` when it takes one, or an estimator, cloned with its own parameters
-    (so the caller's object is never fitted or changed).
+    (so the caller's object is never fitted or changed).  A name must be of ``kind`` (one
+    kind or several, :func:`get_method`).
     """
     if isinstance(spec, str):
         est = get_method(spec, kind)()

@@ -63,7 +63,7 @@ import pandas as pd
 
 from ..core.base import Tags, get_tags, resolve_generator
 from ..core.data import CrowdLabels
-from ..registry import fresh_estimator, get_method
+from ..registry import LABEL_KINDS, fresh_estimator, get_method
 from .base import BaseAggregator
 
 __all__ = ["AutoAggregator", "heldout_scores", "stacking_weights"]
@@ -83,7 +83,7 @@ _DENSE_BYTES = 1e9
 
 def _make(candidate: Any, random_state):
     name = candidate if isinstance(candidate, str) else type(candidate).__name__
-    return name, fresh_estimator(candidate, random_state=random_state)
+    return name, fresh_estimator(candidate, LABEL_KINDS, random_state=random_state)
 
 
 def _folds(data: CrowdLabels, n_folds: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -475,7 +475,7 @@ class AutoAggregator(BaseAggregator):
         if "members_" in self.__dict__:
             chosen = [get_tags(est) for _, est in self.members_]
         elif self.candidates is not None:
-            chosen = [get_tags(get_method(c) if isinstance(c, str) else c) for c in self.candidates]
+            chosen = [get_tags(get_method(c, LABEL_KINDS) if isinstance(c, str) else c) for c in self.candidates]
         else:
             chosen = [get_tags(get_method(c)) for c in DEFAULT_CANDIDATES + MANY_CLASS_CANDIDATES]
         return dataclasses.replace(

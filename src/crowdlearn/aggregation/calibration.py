@@ -39,7 +39,7 @@ from ..core.base import Tags, get_tags
 from ..core.calibration import gold_folds, profile_fit
 from ..core.stats import logsumexp
 from ..core.data import CrowdLabels
-from ..registry import fresh_estimator, get_method
+from ..registry import LABEL_KINDS, fresh_estimator, get_method
 from .base import BaseAggregator, GoldCodes
 
 __all__ = ["CalibratedAggregator", "fit_calibration", "apply_calibration"]
@@ -165,7 +165,7 @@ class CalibratedAggregator(BaseAggregator):
         self.random_state = random_state
 
     def __crowd_tags__(self) -> Tags:
-        base = get_tags(get_method(self.base) if isinstance(self.base, str) else self.base)
+        base = get_tags(get_method(self.base, LABEL_KINDS) if isinstance(self.base, str) else self.base)
         return dataclasses.replace(super().__crowd_tags__(), stochastic=base.stochastic,
                                    has_worker_model=base.has_worker_model,
                                    predict_matches_fit=base.predict_matches_fit)
@@ -183,7 +183,7 @@ class CalibratedAggregator(BaseAggregator):
         for fold in gold_folds(known, self.cv, self.random_state):
             others = gold.copy()
             others[fold] = -1
-            est = fresh_estimator(self.base, random_state=self.random_state)
+            est = fresh_estimator(self.base, LABEL_KINDS, random_state=self.random_state)
             with warnings.catch_warnings():
                 # a fold's warnings repeat the final fit's (which the user sees)
                 warnings.simplefilter("ignore")
@@ -201,7 +201,7 @@ class CalibratedAggregator(BaseAggregator):
             "ece_before": expected_calibration_error(proba, y),
             "ece_after": expected_calibration_error(after, y),
         })
-        base = fresh_estimator(self.base, random_state=self.random_state)
+        base = fresh_estimator(self.base, LABEL_KINDS, random_state=self.random_state)
         base.fit(data, gold=GoldCodes(gold))
         self.base_ = base
         for attr in ("n_iter_", "converged_"):

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..core.base import Tags, get_tags
 from ..core.data import CrowdLabels
-from ..registry import fresh_estimator, get_method
+from ..registry import LABEL_KINDS, fresh_estimator, get_method
 from .base import BaseAggregator
 
 __all__ = ["SpammerFiltered"]
@@ -29,8 +29,8 @@ class SpammerFiltered(BaseAggregator):
     Parameters
     ----------
     base : str or estimator
-        A registered method name (``"ds"``, ``"mv"``, ...) or an unfitted aggregator
-        (cloned, never modified).
+        A registered class-label method name (``"ds"``, ``"mv"``, ..., or an ordinal one) or an
+        unfitted aggregator (cloned, never modified).
     alpha : float
         Level of the dependence test of :func:`~crowdlearn.diagnostics.detection.detect_spammers`.
     min_answers, min_shared, max_workers : int
@@ -76,7 +76,7 @@ class SpammerFiltered(BaseAggregator):
         self.random_state = random_state
 
     def __crowd_tags__(self) -> Tags:
-        base = get_tags(get_method(self.base) if isinstance(self.base, str) else self.base)
+        base = get_tags(get_method(self.base, LABEL_KINDS) if isinstance(self.base, str) else self.base)
         return dataclasses.replace(super().__crowd_tags__(), accepts_init=base.accepts_init,
                                    stochastic=base.stochastic, has_worker_model=base.has_worker_model,
                                    predict_matches_fit=base.predict_matches_fit)
@@ -84,7 +84,7 @@ class SpammerFiltered(BaseAggregator):
     def _fit(self, data: CrowdLabels, gold: np.ndarray | None, init: np.ndarray | None):
         from ..diagnostics.detection import detect_spammers
 
-        base = fresh_estimator(self.base, random_state=self.random_state)
+        base = fresh_estimator(self.base, LABEL_KINDS, random_state=self.random_state)
         table = detect_spammers(
             data,
             alpha=self.alpha,
