@@ -316,18 +316,19 @@ def test_aggregate_answer_kinds_strip_ids_of_answers_and_gold(tmp_path, capsys, 
     assert pd.read_csv(io.StringIO(out))["task"].tolist() == ["t1", "t2"]
 
 
+def _ordered_pairs(n_workers: int) -> list[str]:
+    """Comparison rows (with header) in which every worker ranks a > b > c > d, the better
+    item always on the right."""
+    order = ["a", "b", "c", "d"]
+    return ["worker,left,right,label"] + [f"w{w},{order[j]},{order[i]},{order[i]}"
+                                         for w in range(n_workers) for i in range(4) for j in range(i + 1, 4)]
+
+
 def test_aggregate_pairwise_picked_from_columns(tmp_path, capsys):
     """left,right columns make it a pairwise run: item,score,rank,stderr out, one row per item
     (an item that only ever ties still appears), and the gold summary uses rank metrics."""
     src = tmp_path / "pairs.csv"
-    rows = ["worker,left,right,label"]
-    order = ["a", "b", "c", "d"]  # a beats b beats c beats d
-    for w in range(6):
-        for i in range(4):
-            for j in range(i + 1, 4):
-                rows.append(f"w{w},{order[j]},{order[i]},{order[i]}")
-    rows.append("w0,a,e,tie")
-    src.write_text("\n".join(rows) + "\n")
+    src.write_text("\n".join(_ordered_pairs(6) + ["w0,a,e,tie"]) + "\n")
     gold = tmp_path / "gold.csv"
     gold.write_text("item,truth\na,4\nb,3\nc,2\nd,1\ne,4\n")
     code, out, err = run(["aggregate", str(src), "--gold", str(gold)], capsys)
@@ -346,13 +347,7 @@ def test_aggregate_pairwise_gold_read_as_benchmark_reads_it(tmp_path, capsys):
     as scores, so every rank metric came out negated), ``item,truth`` scores unless
     --gold-lower-is-better, which a ``score`` column contradicts."""
     src = tmp_path / "pairs.csv"
-    rows = ["worker,left,right,label"]
-    order = ["a", "b", "c", "d"]  # a beats b beats c beats d
-    for w in range(4):
-        for i in range(4):
-            for j in range(i + 1, 4):
-                rows.append(f"w{w},{order[j]},{order[i]},{order[i]}")
-    src.write_text("\n".join(rows) + "\n")
+    src.write_text("\n".join(_ordered_pairs(4)) + "\n")
 
     def tau(text, *flags):
         gold = tmp_path / "gold.csv"
