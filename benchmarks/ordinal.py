@@ -41,7 +41,7 @@ from crowdlearn.simulate.ordinal import ordinal_crowd  # noqa: E402
 DATA = HERE.parent.parent / "shared" / "data"
 METHODS = [("mv", {}), ("ds", {}), ("ordinal-cumulative", {}), ("ordinal-cumulative", {"method": "mv"}),
            ("ordinal-ds", {}), ("ordinal-ds", {"link": "probit"}), ("ordinal-ds", {"worker_thresholds": True}),
-           ("ordinal-ds", {"center_bias": False})]
+           ("ordinal-ds", {"center_bias": False}), ("ordinal-ds", {"worker_thresholds": True, "center_bias": True})]
 
 
 def _name(method: str, params: dict) -> str:
@@ -109,10 +109,10 @@ def synthetic() -> None:
         for name, kw in scenarios.items():
             maes = []
             for seed in range(3):
-                kw = dict(kw)
-                declared = kw.pop("declared", None)
+                crowd_kw = {key: v for key, v in kw.items() if key != "declared"}
+                declared = kw.get("declared")
                 data, _ = ordinal_crowd(n_tasks=800, n_workers=40, n_classes=4, labels_per_task=5,
-                                        seed=seed, **kw)
+                                        seed=seed, **crowd_kw)
                 if declared is not None:
                     data = CrowdLabels.from_frame(data.to_frame(), classes=declared,
                                                   truth=data.truth_series())

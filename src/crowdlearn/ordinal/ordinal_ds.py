@@ -141,13 +141,15 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         and lenient about another; K - 2 more parameters per worker).
     bias_sd : float, default 1.0
         Prior standard deviation of a worker's bias, in classes.
-    center_bias : bool, default True
+    center_bias : bool or "auto", default "auto"
         After every M-step, subtract the median worker's bias from every bias, so that the
         median worker is unbiased.  The answers hold the latent scale's origin only up to a
         shift of every bias and every true grade, and the bias prior alone holds it weakly:
         with a declared grade that nobody answers (a Likert extreme) the crowd drifted by
         about half a grade and many labels moved by one.  The median, not the mean, so that
-        workers who always give one grade do not pull it.
+        workers who always give one grade do not pull it.  ``"auto"``: on with shared
+        thresholds, off with ``worker_thresholds`` (whose first threshold per worker already
+        anchors each worker, and where centring lost on every simulated scenario).
     spread : float, default 0.5
         Prior median of a worker's spread ``s_w``.
     log_spread_sd : float, default 1.0
@@ -191,7 +193,7 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
     """
 
     def __init__(self, link: str = "logit", fit_thresholds: bool = False,
-                 worker_thresholds: bool = False, bias_sd: float = 1.0, center_bias: bool = True,
+                 worker_thresholds: bool = False, bias_sd: float = 1.0, center_bias: Any = "auto",
                  spread: float = 0.5, log_spread_sd: float = 1.0, min_spread: float = 0.05,
                  prior_alpha: float = 1.0, max_iter: int = 100, tol: float = 1e-7,
                  m_step_max_iter: int = 50, spam_prior: tuple[float, float] | None = (1.0, 9.0),
@@ -223,8 +225,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
             value = getattr(self, name)
             if not (isinstance(value, (int, float, np.number)) and np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-        if not isinstance(self.center_bias, (bool, np.bool_)):
-            raise ValueError(f"center_bias must be True or False, got {self.center_bias!r}")
+        if not (isinstance(self.center_bias, (bool, np.bool_)) or self.center_bias == "auto"):
+            raise ValueError(f"center_bias must be True, False or 'auto', got {self.center_bias!r}")
         if self.fit_thresholds and self.worker_thresholds:
             raise ValueError("fit_thresholds and worker_thresholds exclude each other: "
                              "per-worker thresholds already move freely")
@@ -351,7 +353,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         """``theta`` with the median bias of the workers with answers moved to 0 (see
         ``center_bias``), within the biases' bounds."""
         has = counts.sum(axis=(1, 2)) > 0
-        if not self.center_bias or not has.any():
+        on = (not self.worker_thresholds) if self.center_bias == "auto" else bool(self.center_bias)
+        if not on or not has.any():
             return theta
         k = counts.shape[1]
         theta = theta.copy()
