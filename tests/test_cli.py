@@ -573,6 +573,21 @@ def test_aggregate_calibrate_prints_why_auto_chose(tmp_path, capsys):
     assert any(line.startswith("auto: chose") for line in err.splitlines()), err
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--gold-lower-is-better"], "--gold-lower-is-better reads the gold of comparisons"),
+    (["--question", "q1"], "--question select(s) within a platform's export: add --format"),
+    (["--statuses", "Approved"], "--statuses select(s) within a platform's export: add --format"),
+])
+def test_aggregate_refuses_flags_it_would_ignore(tmp_path, capsys, flags, message):
+    """Flags that only mean something elsewhere were ignored without a word on class labels."""
+    src = tmp_path / "a.csv"
+    src.write_text("task,worker,label\nt1,w1,a\nt1,w2,b\nt2,w1,a\n")
+    code, _, err = run(["aggregate", str(src), *flags], capsys)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    code, _, err = run(["aggregate", str(src), "--engine", "stream", *flags], capsys)
+    assert code == 2 and err.startswith("crowdlearn: error: "), err
+
+
 def test_aggregate_platform_export(tmp_path, capsys):
     """--format reads a platform export (here a Toloka results TSV, rejected assignments
     dropped, control tasks' GOLDEN column as gold) and aggregates it like a long table."""

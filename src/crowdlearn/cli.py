@@ -359,16 +359,25 @@ def _calibrated(args, kind: str, est, data):
 
 
 def _check_kind_flags(args, kind: str) -> None:
-    """--classes and --delimiter: on the kinds that read them (they were ignored on the others).
+    """--classes, --delimiter, --gold-lower-is-better, --question and --statuses: only where
+    they are read (they were ignored elsewhere).
 
     --classes is the class set of class labels (their order, for ordinal ones) and the tag set
-    of multi-label answers; --delimiter separates the tags of a multi-label answer.
+    of multi-label answers; --delimiter separates the tags of a multi-label answer;
+    --gold-lower-is-better reads comparisons' gold; --question and --statuses select within a
+    platform's export (--format).
     """
     if args.classes is not None and kind not in ("classification", "ordinal", "multilabel"):
         raise UsageError(f"--classes names the classes of class labels or the tags of multilabel "
                          f"answers; {kind} answers have none")
     if args.delimiter is not None and kind != "multilabel":
         raise UsageError(f"--delimiter separates the tags of multilabel answers; {kind} answers have none")
+    if args.gold_lower_is_better and kind != "pairwise":
+        raise UsageError(f"--gold-lower-is-better reads the gold of comparisons, not of {kind} answers")
+    export_only = [flag for flag, value in (("--question", args.question), ("--statuses", args.statuses))
+                   if value]
+    if export_only and not args.format:
+        raise UsageError(f"{', '.join(export_only)} select(s) within a platform's export: add --format")
 
 
 def _check_group_flags(args, kind: str) -> None:
@@ -391,6 +400,7 @@ def _aggregate_scaled(args, colmap: dict) -> int:
     from .scale import Columns, fit, supported_methods
 
     unsupported = [flag for flag, value in (("--gold", args.gold), ("--format", args.format),
+                                            ("--question", args.question), ("--statuses", args.statuses),
                                             ("--group-col", args.group_col),
                                             ("--calibrate", args.calibrate)) if value]
     if unsupported:
