@@ -54,7 +54,6 @@ sum to 1); internally the code works with columns = true class and converts once
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..core.stats import TINY
 from .moments import (

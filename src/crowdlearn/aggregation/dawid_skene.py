@@ -204,7 +204,6 @@ class DawidSkene(StepwiseEM, ConfusionAggregator):
         return pseudo
 
     def _m_step(self, data, post, pseudo, backend, work=None, threads=1):
-        k, m = data.n_classes, data.n_workers
         buf = None if work is None else work["counts"]
         counts, class_counts = kernels.mstep(data, post, backend, out=buf, n_threads=threads)  # (W*K obs, K true)
         if work is not None:

@@ -486,7 +486,6 @@ def model_consensus(
     if diag_alpha is not None and not (np.isfinite(diag_alpha) and diag_alpha >= 0):
         raise ValueError(f"diag_alpha must be a finite number >= 0, got {diag_alpha!r}")
     data, probs = _align(labels, pred_probs)
-    k = data.n_classes
     z = np.log(np.maximum(probs, _P_FLOOR))
     rng = resolve_random_state(random_state)
 
