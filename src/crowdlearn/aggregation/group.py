@@ -268,8 +268,8 @@ class _Layout:
     kept per answer (``s_task``, ``s_group``, ``s_label``), ``O(K)`` each, as in Dawid-Skene
     (a worker who answers a task twice gives two reads).  The answers of workers in groups of
     two or more form the (task, group) units (``unit`` per grouped answer, ``u_task``,
-    ``u_group``), the only ones with a ``K x K`` joint ``q(c, b)``: at 40 classes a ``K^2``
-    array per lone answer was most of the memory.
+    ``u_group``), the only ones with a ``K x K`` joint ``q(c, b)``, so memory is
+    ``O(answers K + grouped units K^2)``.
     """
 
     def __init__(self, data: CrowdLabels, gcode: np.ndarray, n_g: int, alone: np.ndarray) -> None:

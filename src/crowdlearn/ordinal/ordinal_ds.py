@@ -145,8 +145,8 @@ class OrdinalDawidSkene(OrdinalAggregator, ConfusionAggregator):
         After every M-step, subtract the median worker's bias from every bias, so that the
         median worker is unbiased.  The answers hold the latent scale's origin only up to a
         shift of every bias and every true grade, and the bias prior alone holds it weakly:
-        with a declared grade that nobody answers (a Likert extreme) the crowd drifted by
-        about half a grade and many labels moved by one.  The median, not the mean, so that
+        with a declared grade that nobody answers (a Likert extreme) the whole crowd can
+        drift by about half a grade, moving many labels by one.  The median, not the mean, so that
         workers who always give one grade do not pull it.  ``"auto"``: on with shared
         thresholds, off with ``worker_thresholds`` (whose first threshold per worker already
         anchors each worker, and where centring lost on every simulated scenario).
