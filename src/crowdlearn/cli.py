@@ -250,14 +250,6 @@ def _table_with_gold(args, build, truth, task_ids):
     return data
 
 
-def _first_line(path) -> int | None:
-    """The file line of a table's first row, for errors naming lines (header = line 1);
-    Parquet has no lines: None, and errors name row positions."""
-    from .core.tables import first_record_line
-
-    return first_record_line(path)
-
-
 def _write(table, out) -> None:
     from .core.io import write_table
 
@@ -297,6 +289,7 @@ def _cmd_aggregate(args) -> int:
 
 def _aggregate(args) -> int:
     from .core.io import read_table
+    from .core.tables import first_record_line
 
     colmap = _column_map(args)
     if args.engine != "memory":
@@ -325,7 +318,7 @@ def _aggregate(args) -> int:
     _check_group_flags(args, kind)
     _check_calibrate(args, kind)
     # errors name file lines (header = line 1); Parquet has no lines: row positions
-    first_line = _first_line(args.input)
+    first_line = first_record_line(args.input)
     if kind in ("classification", "ordinal"):
         return _aggregate_labels(args, kind, colmap, first_line, read)
     return _aggregate_answers(args, kind, colmap, first_line, read)
@@ -1100,26 +1093,26 @@ def _read_id_list(path, col: str, ids) -> list:
     the answers' ``ids`` (:func:`_ids_like`).  A file without the column, or with an empty
     cell in it, is an error naming the file (and the line)."""
     from .core.data import row_list, strip_text
-    from .core.tables import read_table
+    from .core.tables import first_record_line, read_table
 
     values = strip_text(read_table(path, columns=[col])[col])  # as the answers' ids are
     empty = values.isna().to_numpy()
     if empty.any():  # not a task nor a worker: it was suggested as one
-        raise UsageError(f"{path}: missing value in column {col!r} at {row_list(empty, _first_line(path))}")
+        raise UsageError(f"{path}: missing value in column {col!r} at {row_list(empty, first_record_line(path))}")
     return _ids_like(values, ids)
 
 
 def _cmd_next(args) -> int:
     from .active import ActiveLoop
     from .core.data import CrowdLabels
-    from .core.tables import naming_file, read_table
+    from .core.tables import first_record_line, naming_file, read_table
 
     if args.budget < 0:  # 0 is ActiveLoop.suggest(0): no suggestion, a header-only table
         raise UsageError(f"--budget must be >= 0, got {args.budget}")
     cols = [args.task_col, args.worker_col, args.label_col]
     with naming_file(args.input):
         answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
-                                         first_line=_first_line(args.input))
+                                         first_line=first_record_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
                       worker_strategy=args.worker_strategy if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
@@ -1144,7 +1137,7 @@ def _cmd_report(args) -> int:
 
     from .benchmarking import gold_accuracy
     from .core.data import CrowdLabels
-    from .core.tables import check_writable, read_table
+    from .core.tables import check_writable, first_record_line, read_table
     from .report import summarize
 
     check_writable(args.out, table=False)  # now, not after the fits
@@ -1152,7 +1145,7 @@ def _cmd_report(args) -> int:
     frame = read_table(args.input, columns=cols)
     truth = _read_label_gold(args.gold, cols) if args.gold else None
     data = _table_with_gold(args, lambda gold: CrowdLabels.from_frame(
-        frame, *cols, truth=gold, first_line=_first_line(args.input)), truth, frame[cols[0]])
+        frame, *cols, truth=gold, first_line=first_record_line(args.input)), truth, frame[cols[0]])
     names = args.method or ["ds"]
     rows, main_fit = [], None
     for name in names:
