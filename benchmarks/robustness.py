@@ -7,7 +7,7 @@ Prints markdown tables (paste into benchmarks/RESULTS.md)::
 1. detect_spammers sensitivity / specificity on synthetic crowds (N = 10,000, K = 4, M = 20,
    5 labels per task, 25% uniform spammers), mean ± sd over seeds;
 2. MV / DS with and without spammer filtering on every categorical dataset (gold accuracy);
-3. detect_adversaries on crowds with colluders and below-chance adversaries;
+3. detect_adversaries on crowds with colluders and below-chance adversaries, and on the real sets;
 4. group-ds vs ds on crowds where groups of workers copy a leader.
 """
 
@@ -24,7 +24,8 @@ import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.benchmarking import categorical_datasets, gold_accuracy
 from crowdlearn.core.io import load_folder
-from crowdlearn.diagnostics.detection import detect_adversaries, detect_spammers
+from crowdlearn.diagnostics.detection import (detect_adversaries, detect_spammers, pair_critical_z,
+                                               second_order_model)
 from crowdlearn.simulate import WorkerSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -79,20 +80,67 @@ def real_table(root: Path) -> None:
     print()
 
 
+#: adversary scenarios: (description, simulate.dawid_skene arguments); the colluders form groups
+#: of ``colluder_group_size`` (a remainder of one is a lone worker copying nobody, counted as
+#: a colluder it cannot be found as)
+ADVERSARY_SCENARIOS = [
+    ("N=5,000, K=3, M=30, 6 labels/task, 20% colluders (groups of 5), 10% below-chance",
+     dict(n_tasks=5000, n_workers=30, n_classes=3, labels_per_task=6, colluders=0.2, adversaries=0.1)),
+    ("N=3,000, K=3, M=40, 6 labels/task, 20% colluders in pairs, 10% below-chance",
+     dict(n_tasks=3000, n_workers=40, n_classes=3, labels_per_task=6, colluders=0.2, colluder_group_size=2,
+          adversaries=0.1)),
+    ("N=4,000, K=10, M=35, 3 labels/task, 20% colluders (groups of 3), 10% below-chance",
+     dict(n_tasks=4000, n_workers=35, n_classes=10, labels_per_task=3, colluders=0.2, colluder_group_size=3,
+          adversaries=0.1)),
+    ("N=2,000, K=35, M=35, 3 labels/task, honest crowd",
+     dict(n_tasks=2000, n_workers=35, n_classes=35, labels_per_task=3)),
+    ("N=2,000, K=2, M=20, 5 labels/task, honest crowd",
+     dict(n_tasks=2000, n_workers=20, n_classes=2, labels_per_task=5)),
+]
+
+
 def adversary_table(seeds: int) -> None:
-    print("### Adversary detection (N=5,000, K=3, M=30, 6 labels/task, 20% colluders, 10% below-chance)\n")
-    print("| seed | colluders flagged | below-chance flagged | honest falsely flagged |")
-    print("|---|---|---|---|")
-    for seed in range(seeds):
-        data = simulate.dawid_skene(5000, 30, 3, labels_per_task=6, colluders=0.2, adversaries=0.1, seed=seed)
+    print(f"### Adversary detection on simulated crowds (sums over {seeds} seeds)\n")
+    print("| crowd | colluders flagged | of which in a group of 2+ | below-chance flagged | honest falsely flagged |")
+    print("|---|---|---|---|---|")
+    for name, kw in ADVERSARY_SCENARIOS:
+        found = grouped = n_col = n_grouped = below = n_adv = false = n_hon = 0
+        for seed in range(seeds):
+            data = simulate.dawid_skene(**kw, seed=seed)
+            t = detect_adversaries(data)
+            kind, leader = data.planted.kind, data.planted.leader
+            col, adv, hon = kind == "colluder", kind == "adversary", kind == "diligent"
+            in_group = col & (np.bincount(np.maximum(leader, 0), minlength=len(leader))[np.maximum(leader, 0)] > 1)
+            flagged = t["colluding"].to_numpy()
+            found += int(flagged[col].sum())
+            n_col += int(col.sum())
+            grouped += int(flagged[in_group].sum())
+            n_grouped += int(in_group.sum())
+            below += int(t["below_chance"].to_numpy()[adv].sum())
+            n_adv += int(adv.sum())
+            false += int(t["adversary"].to_numpy()[hon].sum())
+            n_hon += int(hon.sum())
+        print(f"| {name} | {found}/{n_col} | {grouped}/{n_grouped} | {below}/{n_adv} | {false}/{n_hon} |", flush=True)
+    print()
+
+
+def real_adversary_table(root: Path) -> None:
+    print("### Workers flagged by `detect_adversaries` on the real sets (nothing planted: a flag is a claim)\n")
+    print("| dataset | workers | colluding | below chance | largest pair z | critical z | groups of 2+ (group-ds) "
+          "| DS | group-ds |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in categorical_datasets(root):
+        data = load_folder(root / name)
         t = detect_adversaries(data)
-        kind = data.planted.kind
-        col, adv, hon = kind == "colluder", kind == "adversary", kind == "diligent"
-        print(
-            f"| {seed} | {int(t['colluding'].to_numpy()[col].sum())}/{int(col.sum())} "
-            f"| {int(t['below_chance'].to_numpy()[adv].sum())}/{int(adv.sum())} "
-            f"| {int(t['adversary'].to_numpy()[hon].sum())}/{int(hon.sum())} |"
-        )
+        model = second_order_model(data, robust_passes=1)
+        crit = pair_critical_z(model, 0.01)
+        z = t["z"].max()
+        ds = gold_accuracy(cl.DawidSkene().fit(data).labels_, data)
+        g = cl.GroupAwareDawidSkene().fit(data)
+        multi = int((g.groups_.value_counts() > 1).sum())
+        print(f"| {name} | {data.n_workers} | {int(t['colluding'].sum())} | {int(t['below_chance'].sum())} "
+              f"| {'-' if not np.isfinite(z) else f'{z:.2f}'} | {crit:.2f} | {multi} | {ds:.4f} "
+              f"| {gold_accuracy(g.labels_, data):.4f} |", flush=True)
     print()
 
 
@@ -138,6 +186,7 @@ def main() -> None:
         adversary_table(args.seeds)
         group_table(args.seeds)
         real_table(args.data)
+        real_adversary_table(args.data)
         print(f"_total {time.perf_counter() - t0:.0f} s (OMP_NUM_THREADS=1)_")
 
 

@@ -34,9 +34,10 @@ with the rank-(K-1) model of the centred cross-covariances of
 :func:`crowdlearn.diagnostics.detection.second_order_model`, the *excess agreement* of a pair,
 ``e_ml = trace(R_ml - U_m U_l^T)``, is about zero for conditionally independent workers
 and large for workers who copy one another (the model is refitted twice without the
-most excessive pairs, so that a clique cannot bend it).  Pairs whose standardised excess
-``e_ml sqrt(n_ml)`` exceeds ``z_threshold`` robust standard deviations are linked; groups are
-the connected components.
+most excessive pairs, so that a clique cannot bend it).  Pairs whose excess, divided by
+its sampling standard deviation over the shared tasks
+(:func:`crowdlearn.diagnostics.detection.pair_excess_z`), exceeds the Bonferroni critical
+value over all pairs (or ``z_threshold``) are linked; groups are the connected components.
 
 Orientation: ``group_confusions_[g, true, group label]``, ``fidelity_[w, group label,
 answered]`` and the effective ``confusions_[w, true, answered] = Gamma_g Pi_w``; rows sum to 1.
@@ -62,24 +63,27 @@ __all__ = ["GroupAwareDawidSkene", "estimate_worker_groups"]
 _TINY = 1e-300
 
 
-def estimate_worker_groups(labels: Any, z_threshold: float = 4.0, min_shared: int = 10) -> pd.Series:
+def estimate_worker_groups(labels: Any, z_threshold: float | None = None, min_shared: int = 10,
+                           alpha: float = 0.01) -> pd.Series:
     """Groups of workers who agree more than conditional independence allows.
 
-    Returns a Series worker -> group code (0..G-1); see the module docstring.
+    ``z_threshold``: link threshold on a pair's standardised excess agreement; default the
+    Bonferroni critical value at level ``alpha`` over the pairs tested.  Returns a Series
+    worker -> group code (0..G-1); see the module docstring.
     """
     from ..core.data import as_crowd_labels
-    from ..diagnostics.detection import MAX_CLASSES, pair_excess_z, second_order_model
+    from ..diagnostics.detection import MAX_CLASSES, pair_critical_z, pair_excess_z, second_order_model
 
     data = as_crowd_labels(labels)
     if data.n_classes > MAX_CLASSES:  # pair blocks would not fit in memory: everyone alone
         return pd.Series(np.arange(data.n_workers), index=data.workers, name="group")
-    model = second_order_model(data, min_shared=min_shared, robust_passes=2, z_exclude=z_threshold)
+    model = second_order_model(data, min_shared=min_shared, robust_passes=2)
     n_w = data.n_workers
     link_m = np.empty(0, np.int64)
     link_l = np.empty(0, np.int64)
     if len(model.pair_m):
-        z = pair_excess_z(model.factors, model.blocks, model.pair_m, model.pair_l, model.shared)
-        hit = z > z_threshold
+        z = pair_excess_z(model)
+        hit = z > (pair_critical_z(model, alpha) if z_threshold is None else z_threshold)
         link_m = model.workers[model.pair_m[hit]]
         link_l = model.workers[model.pair_l[hit]]
     graph = sp.coo_matrix((np.ones(len(link_m)), (link_m, link_l)), shape=(n_w, n_w))
@@ -110,8 +114,9 @@ class GroupAwareDawidSkene(BaseAggregator):
     ----------
     groups : mapping or Series worker -> group id, optional
         Known groups; by default estimated with :func:`estimate_worker_groups`.
-    z_threshold : float
-        Link threshold of the group estimation (robust z-score of excess agreement).
+    z_threshold : float, optional
+        Link threshold of the group estimation (standardised excess agreement of a pair);
+        default the Bonferroni critical value at level 0.01 over the pairs tested.
     max_iter, tol : EM stopping rule (``tol`` on the log-likelihood change per answer).
     alpha, diag_alpha, prior_alpha : float
         Dirichlet pseudo-counts: every cell and the diagonal of the group confusions and of the
@@ -135,7 +140,7 @@ class GroupAwareDawidSkene(BaseAggregator):
     def __init__(
         self,
         groups: Mapping[Any, Any] | pd.Series | None = None,
-        z_threshold: float = 4.0,
+        z_threshold: float | None = None,
         max_iter: int = 100,
         tol: float = 1e-7,
         alpha: float = 0.0,

@@ -31,11 +31,16 @@ What is computed
    test of dependence between their answers and the leave-one-out majority vote of the
    other workers on their tasks (p > ``alpha``).  The test is what keeps honest workers
    unflagged when there is no spammer at all (two-means always splits).
-4. Adversary (collusion) score = weighted relative residual of a worker's blocks
-   ``sum_l n_ml ||R_ml - U_m U_l^T||^2 / sum_l n_ml ||R_ml||^2``; flagged when its robust
-   z-score (median / MAD over workers) exceeds ``z``.  Workers answering systematically below
-   chance (a permuted confusion, also "adversarial") are reported separately: agreement with
-   the leave-one-out majority significantly below chance level.
+4. Collusion: the agreement of each pair beyond what the model explains,
+   ``trace(R_ml - U_m U_l^T)``, divided by its sampling standard deviation over the pair's
+   shared tasks (:func:`pair_excess_z`); both workers of a pair are flagged when it exceeds
+   the Bonferroni critical value over all pairs.  Copiers agree with one another far beyond
+   the model; honest workers, however weak or sparse, do not.  (A score per worker, such
+   as the relative residual of all its blocks, which is also reported, has no common null
+   distribution: a weak honest worker's blocks are mostly noise and its relative residual
+   is near 1.)  Workers answering systematically below chance (a permuted confusion, also
+   "adversarial") are reported separately: agreement with the leave-one-out majority
+   significantly below chance level.
 
 Every worker of the input appears in the output tables; workers outside the factorised set
 (too few shared tasks or beyond ``max_workers``) get ``score`` NaN and are judged by the
@@ -51,10 +56,11 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy import stats
+from scipy.sparse.csgraph import connected_components
 
 from ..core.data import CrowdLabels, as_crowd_labels
 
-__all__ = ["detect_spammers", "detect_adversaries", "second_order_model", "pair_excess_z"]
+__all__ = ["detect_spammers", "detect_adversaries", "second_order_model", "pair_excess_z", "pair_critical_z"]
 
 #: Above this many classes the K x K blocks per worker pair (and the K x K dependence tables)
 #: cost too much memory; the detectors then report every worker with basis "too many classes"
@@ -68,7 +74,8 @@ def _too_many_classes(data: CrowdLabels, columns: dict) -> pd.DataFrame | None:
     n = data.n_workers
     out = {}
     for name, kind in columns.items():
-        out[name] = np.full(n, np.nan) if kind == "f" else np.zeros(n, dtype=bool)
+        out[name] = {"f": lambda: np.full(n, np.nan), "o": lambda: np.full(n, None, dtype=object)}.get(
+            kind, lambda: np.zeros(n, dtype=bool))()
     out["n_labels"] = data.labels_per_worker()
     out["basis"] = np.full(n, "too many classes", dtype=object)
     return pd.DataFrame(out, index=pd.Index(data.workers, name="worker"))
@@ -90,6 +97,8 @@ class SecondOrderModel:
         Number of shared tasks per pair.
     blocks : ndarray, shape (n_pairs, K, K)
         Centred cross-covariance estimates ``R_ml``.
+    agreement : ndarray of float
+        Share of the pair's shared tasks on which both gave the same answer.
     """
 
     workers: np.ndarray
@@ -98,6 +107,7 @@ class SecondOrderModel:
     pair_l: np.ndarray
     shared: np.ndarray
     blocks: np.ndarray
+    agreement: np.ndarray
 
     def residuals(self) -> np.ndarray:
         """Per-pair squared Frobenius residual ``||R_ml - U_m U_l^T||^2``."""
@@ -134,7 +144,7 @@ def _pair_blocks(data: CrowdLabels, workers: np.ndarray, min_shared: int):
     pm, pl = np.divmod(uniq, n_w)
     joint = blocks / shared[:, None, None]
     centred = joint - joint.sum(axis=2)[:, :, None] * joint.sum(axis=1)[:, None, :]
-    return pm, pl, shared, centred
+    return pm, pl, shared, centred, np.einsum("pkk->p", joint)
 
 
 def second_order_model(
@@ -169,42 +179,78 @@ def second_order_model(
     per_worker = data.labels_per_worker()
     order = np.lexsort((np.arange(data.n_workers), -per_worker))
     workers = np.sort(order[: max(0, int(max_workers))])
-    pm, pl, shared, blocks = _pair_blocks(data, workers, min_shared)
+    pm, pl, shared, blocks, agreement = _pair_blocks(data, workers, min_shared)
     n_w = len(workers)
+    model = SecondOrderModel(workers, np.zeros((n_w, k, r)), pm, pl, shared, blocks, agreement)
     if len(pm) == 0 or k < 2:
-        return SecondOrderModel(workers, np.zeros((n_w, k, r)), pm, pl, shared, blocks)
-    # initialisation: top-r eigenvectors of the weighted, zero-filled block matrix
-    rows = (pm[:, None, None] * k + np.arange(k)[None, :, None]) + 0 * np.arange(k)[None, None, :]
-    cols = (pl[:, None, None] * k + np.arange(k)[None, None, :]) + 0 * np.arange(k)[None, :, None]
-    big = sp.csr_matrix((blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(n_w * k, n_w * k))
-    dense_ok = n_w * k <= 3000
-    sym = (big + big.T) * 0.5
-    if dense_ok:
-        vals, vecs = np.linalg.eigh(sym.toarray())
-        idx = np.argsort(-vals)[:r]
-    else:
-        from scipy.sparse.linalg import eigsh
-
-        v0 = np.ones(n_w * k)  # deterministic start vector: same input, same output
-        vals, vecs = eigsh(sym, k=min(r, n_w * k - 1), which="LA", v0=v0)
-        idx = np.argsort(-vals)[:r]
-    u = vecs[:, idx] * np.sqrt(np.maximum(vals[idx], 0.0))[None, :]
-    if u.shape[1] < r:
-        u = np.hstack([u, np.zeros((u.shape[0], r - u.shape[1]))])
-    u = u.reshape(n_w, k, r)
-    u = _als(u, blocks, pm, pl, shared, n_iter)
+        return model
+    model.factors = _als(_initial_factors(blocks, pm, pl, n_w, k, r), blocks, pm, pl, shared, n_iter)
     for _ in range(robust_passes):
         # refit without the pairs that agree far more than the model allows (copiers), so a
         # clique of colluders cannot bend the honest low-rank structure towards itself
-        z = pair_excess_z(u, blocks, pm, pl, shared)
-        u = _als(u, blocks, pm, pl, np.where(z > z_exclude, 0.0, shared), n_iter)
-    return SecondOrderModel(workers, u, pm, pl, shared, blocks)
+        z = pair_excess_z(model)
+        model.factors = _als(model.factors, blocks, pm, pl, np.where(z > z_exclude, 0.0, shared), n_iter)
+    return model
+
+
+#: fractions of a simultaneous ALS sweep's move tried in turn (see :func:`_als`)
+_STEP_SIZES = (1.0, 0.5, 0.25, 0.125, 0.0625)
+
+
+def _initial_factors(blocks, pm, pl, n_w, k, r):
+    """Top-``r`` eigenvectors of the zero-filled block matrix, one connected component of the
+    pair graph at a time.
+
+    Designs where workers answer in separate batches (each batch of tasks seen by its own
+    group of workers) have one component per batch; the leading eigenvectors of the whole
+    matrix then live in one or two components and leave the others at zero, from where the
+    simultaneous ALS updates amplify rounding noise instead of fitting the blocks.
+    """
+    u = np.zeros((n_w, k, r))
+    graph = sp.csr_matrix((np.ones(len(pm)), (pm, pl)), shape=(n_w, n_w))
+    n_comp, comp = connected_components(graph, directed=False)
+    sizes = np.bincount(comp, minlength=n_comp)
+    pair_comp = comp[pm]
+    order = np.argsort(pair_comp, kind="stable")
+    starts = np.searchsorted(pair_comp[order], np.arange(n_comp + 1))
+    local = np.zeros(n_w, dtype=np.int64)
+    for c in np.flatnonzero(sizes >= 2):
+        members = np.flatnonzero(comp == c)
+        local[members] = np.arange(len(members))
+        sel = order[starts[c]:starts[c + 1]]
+        n_c = len(members) * k
+        rows = np.broadcast_to((local[pm[sel]] * k)[:, None, None] + np.arange(k)[None, :, None], blocks[sel].shape)
+        cols = np.broadcast_to((local[pl[sel]] * k)[:, None, None] + np.arange(k)[None, None, :], blocks[sel].shape)
+        big = sp.csr_matrix((blocks[sel].ravel(), (rows.ravel(), cols.ravel())), shape=(n_c, n_c))
+        sym = (big + big.T) * 0.5
+        if n_c <= 3000:
+            vals, vecs = np.linalg.eigh(sym.toarray())
+        else:
+            from scipy.sparse.linalg import eigsh
+
+            v0 = np.ones(n_c)  # deterministic start vector: same input, same output
+            vals, vecs = eigsh(sym, k=min(r, n_c - 1), which="LA", v0=v0)
+        idx = np.argsort(-vals)[:r]
+        part = vecs[:, idx] * np.sqrt(np.maximum(vals[idx], 0.0))[None, :]
+        u[members, :, : part.shape[1]] = part.reshape(len(members), k, part.shape[1])
+    return u
 
 
 def _als(u, blocks, pm, pl, w, n_iter):
-    """Weighted ALS sweeps: ``U_m = (sum_l w R_ml U_l) (sum_l w U_l^T U_l)^-1`` for all m."""
+    """Weighted ALS sweeps: ``U_m = (sum_l w R_ml U_l) (sum_l w U_l^T U_l)^-1`` for all m.
+
+    All workers are updated at once (one vectorised sweep), which unlike one-at-a-time
+    updates does not always lower the weighted residual: each sweep's move is shortened
+    (halved, a few times at most) until it does, and the sweeps stop when none does.
+    """
     n_w, k, r = u.shape
     ridge = 1e-9 * max(1.0, float(w.max(initial=0.0)))
+
+    def loss(f):
+        fit = np.einsum("pkr,pjr->pkj", f[pm], f[pl])
+        return float(np.sum(w * ((blocks - fit) ** 2).sum(axis=(1, 2))))
+
+    best = loss(u)
     for _ in range(n_iter):
         num = np.zeros((n_w, k, r))
         np.add.at(num, pm, w[:, None, None] * np.einsum("pkj,pjr->pkr", blocks, u[pl]))
@@ -212,18 +258,52 @@ def _als(u, blocks, pm, pl, w, n_iter):
         den = np.zeros((n_w, r, r))
         np.add.at(den, pm, w[:, None, None] * gram[pl])
         den += ridge * np.eye(r)[None]
-        u = np.linalg.solve(den, num.transpose(0, 2, 1)).transpose(0, 2, 1)
+        step = np.linalg.solve(den, num.transpose(0, 2, 1)).transpose(0, 2, 1) - u
+        for t in _STEP_SIZES:
+            value = loss(u + t * step)
+            if value <= best:
+                break
+        else:
+            break  # no step along the sweep's direction lowers the residual: converged
+        u, best = u + t * step, value
     return u
 
 
-def pair_excess_z(u, blocks, pm, pl, shared) -> np.ndarray:
-    """Robust z-score of each pair's excess agreement ``trace(R_ml - U_m U_l^T) sqrt(n_ml)``."""
-    fit = np.einsum("pkr,pjr->pkj", u[pm], u[pl])
-    excess = np.einsum("pkk->p", blocks - fit) * np.sqrt(shared)
-    med = np.median(excess)
-    mad = 1.4826 * np.median(np.abs(excess - med))
-    scale = mad if mad > 0 else (np.std(excess) or 1.0)
-    return (excess - med) / scale
+def pair_excess_z(model: SecondOrderModel) -> np.ndarray:
+    """Standardised excess agreement of every pair beyond the honest model.
+
+    A pair's agreement rate under the rank-``r`` model is
+    ``a_model = a_obs - e_ml`` with ``e_ml = trace(R_ml - U_m U_l^T)``, the agreement that the
+    model does not explain.  Over ``n_ml`` shared tasks the observed rate has sampling
+    variance about ``a (1 - a) / n_ml``; the larger of the model's and the observed rate's
+    variance is used (the model's rate is only an estimate, and near 0 or 1 its variance
+    would make any small excess look significant), plus ``1 / n_ml^2``, so that
+    ``t_ml = e_ml / sd_ml`` is about standard normal for conditionally independent workers.
+    Real crowds deviate from the model in ways that raise the spread of every pair (task
+    difficulty, for instance), so the ``t_ml`` are then centred on their median and divided
+    by their robust spread (1.4826 MAD) when it exceeds 1; a spread below 1 is sampling
+    discreteness, not evidence, and is left at 1.
+
+    Returns the z-score of each ordered pair of ``model`` (``(m, l)`` and ``(l, m)`` agree).
+    """
+    if len(model.pair_m) == 0:
+        return np.zeros(0)
+    fit = np.einsum("pkr,pjr->pkj", model.factors[model.pair_m], model.factors[model.pair_l])
+    excess = np.einsum("pkk->p", model.blocks - fit)
+    observed = np.clip(model.agreement, 0.0, 1.0)
+    expected = np.clip(observed - excess, 0.0, 1.0)
+    var = np.maximum(expected * (1.0 - expected), observed * (1.0 - observed)) + 1.0 / model.shared
+    t = excess * np.sqrt(model.shared / var)
+    med = np.median(t)
+    scale = max(1.0, 1.4826 * float(np.median(np.abs(t - med))))
+    return (t - med) / scale
+
+
+def pair_critical_z(model: SecondOrderModel, alpha: float) -> float:
+    """One-sided normal critical value of :func:`pair_excess_z` at level ``alpha`` with
+    Bonferroni's correction over the model's unordered pairs (each tested once)."""
+    n_pairs = max(1, int(np.sum(model.pair_m < model.pair_l)))
+    return float(stats.norm.isf(alpha / n_pairs))
 
 
 def _loo_majority(data: CrowdLabels) -> np.ndarray:
@@ -388,7 +468,7 @@ def detect_spammers(
 
 def detect_adversaries(
     labels: Any,
-    z: float = 3.5,
+    z: float | None = None,
     alpha: float = 0.01,
     min_shared: int = 10,
     max_workers: int = 500,
@@ -398,27 +478,35 @@ def detect_adversaries(
     Parameters
     ----------
     labels : CrowdLabels or DataFrame
-    z : float
-        Robust z-score (``(x - median) / (1.4826 MAD)``) of the relative residual above which a
-        worker is flagged as ``colluding``.
+    z : float, optional
+        Threshold on a pair's standardised excess agreement (:func:`pair_excess_z`) above
+        which both workers of the pair are flagged ``colluding``.  Default: the Bonferroni
+        critical value at level ``alpha`` over all pairs tested (:func:`pair_critical_z`),
+        so that a crowd of conditionally independent workers has all its workers unflagged
+        with probability about ``1 - alpha``.
     alpha : float
-        Level of the one-sided binomial test of agreement with the leave-one-out majority
-        below ``1/K`` (flag ``below_chance``).
+        Level of both tests: the collusion test above, and the one-sided binomial test of
+        agreement with the leave-one-out majority below ``1/K`` (flag ``below_chance``).
 
     Returns
     -------
     DataFrame indexed by worker: ``residual`` (relative residual of its blocks under the
-    honest rank-(K-1) model; NaN outside the factorised set), ``z``, ``colluding``,
-    ``agreement``, ``below_chance``, ``adversary`` (either flag), ``n_labels``.
+    honest rank-(K-1) model, ``sum_l n_ml ||R_ml - U_m U_l^T||^2 / sum_l n_ml ||R_ml||^2``;
+    NaN outside the factorised set), ``z`` (its largest pair excess agreement; NaN without a
+    pair), ``partner`` (the worker of that pair), ``colluding``, ``agreement``,
+    ``below_chance``, ``adversary`` (either flag), ``n_labels``.
     """
     data = as_crowd_labels(labels)
     k = data.n_classes
     skipped = _too_many_classes(
-        data, {"residual": "f", "z": "f", "colluding": "b", "agreement": "f", "below_chance": "b", "adversary": "b"}
+        data, {"residual": "f", "z": "f", "partner": "o", "colluding": "b", "agreement": "f",
+               "below_chance": "b", "adversary": "b"}
     )
     if skipped is not None:
         return skipped
-    model = second_order_model(data, min_shared=min_shared, max_workers=max_workers)
+    # one refit without the most excessive pairs: a clique of copiers would otherwise pull
+    # the honest model towards itself and hide part of its own excess
+    model = second_order_model(data, min_shared=min_shared, max_workers=max_workers, robust_passes=1)
     res = model.residuals()
     total = (model.blocks**2).sum(axis=(1, 2))
     n_w = len(model.workers)
@@ -427,14 +515,19 @@ def detect_adversaries(
     rel = np.full(data.n_workers, np.nan)
     has = den > 0
     rel[model.workers[has]] = num[has] / den[has]
-    fin = np.isfinite(rel)
+    pair_z = pair_excess_z(model)
     zs = np.full(data.n_workers, np.nan)
-    if fin.sum() >= 3:
-        med = np.median(rel[fin])
-        mad = 1.4826 * np.median(np.abs(rel[fin] - med))
-        scale = mad if mad > 0 else (np.std(rel[fin]) or 1.0)
-        zs[fin] = (rel[fin] - med) / scale
-    colluding = np.nan_to_num(zs, nan=-np.inf) > z
+    partner = np.full(data.n_workers, None, dtype=object)
+    if len(pair_z):
+        # the largest pair z of each worker (pairs sorted by z, the last one per worker wins)
+        order = np.argsort(pair_z, kind="stable")
+        best = np.full(n_w, -1)
+        best[model.pair_m[order]] = order
+        own = best >= 0
+        zs[model.workers[own]] = pair_z[best[own]]
+        partner[model.workers[own]] = data.workers.take(model.workers[model.pair_l[best[own]]]).to_numpy()
+    crit = pair_critical_z(model, alpha) if z is None else float(z)
+    colluding = np.nan_to_num(zs, nan=-np.inf) > crit
     _, agree, n_cmp = _dependence_test(data, _loo_majority(data))
     p_low = stats.binom.cdf(np.round(agree * n_cmp), np.maximum(n_cmp, 1).astype(int), 1.0 / max(k, 2))
     below = (n_cmp >= 5) & (p_low < alpha)
@@ -442,6 +535,7 @@ def detect_adversaries(
         {
             "residual": rel,
             "z": zs,
+            "partner": partner,
             "colluding": colluding,
             "agreement": agree,
             "below_chance": below,
