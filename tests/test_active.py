@@ -299,3 +299,23 @@ def test_suggest_refuses_a_k_that_is_not_a_count(k):
     data = simulate.dawid_skene(20, 4, 2, labels_per_task=2, seed=0)
     with pytest.raises(ValueError, match="k must be a non-negative integer"):
         ActiveLoop().observe(data).suggest(k)
+
+
+def test_suggest_matches_ids_by_value_and_draws_by_id():
+    """Answers read as text and ids given as numbers (or the reverse) name the same tasks and
+    workers: task 33 was scored as a new task and offered to a worker who had answered it.
+    The random strategy and the tie-breaks draw per id, so the same answers read with number
+    ids or text ids give the same suggestions."""
+    data = simulate.dawid_skene(60, 8, 2, labels_per_task=3, seed=0)
+    frame = data.to_frame().astype(int)
+    as_text = frame.astype(str)
+    loop = ActiveLoop().observe(as_text)
+    task = int(frame["task"].iloc[0])
+    done = frame.loc[frame["task"] == task, "worker"].tolist()
+    out = loop.suggest(1, tasks=[task], workers=done)
+    assert out.empty  # everyone offered has answered it already
+    assert loop.suggest(1, tasks=[task], workers=[w for w in range(8) if w not in done])["task"].tolist() == [str(task)]
+    for strategy in ("random", "entropy"):
+        a = ActiveLoop(strategy=strategy).observe(frame).suggest(10)
+        b = ActiveLoop(strategy=strategy).observe(as_text).suggest(10)
+        assert a["task"].astype(str).tolist() == b["task"].tolist()

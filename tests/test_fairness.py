@@ -265,3 +265,12 @@ def test_positional_predictions_truth_and_groups_are_refused():
     assert keyed["accuracy"].tolist() == [0.5, 0.5]
     pd.testing.assert_frame_equal(worker_bias_table(answers, truth.to_dict(), groups.to_dict()),
                                   worker_bias_table(answers, truth, groups))
+
+
+def test_fair_thresholds_at_strength_zero_are_the_aggregators_labels():
+    """Tasks at exactly P = 1/2 (one vote each way) were all labelled negative, while the
+    aggregator's labels_ draw them; strength 0 must leave the labels as they are."""
+    df, _, group = _biased_crowd(seed=1, per_task=2)
+    mv = get_method("mv")().fit(df)
+    assert (mv.probas_[1] == 0.5).sum() > 50 and (mv.labels_[mv.probas_[1] == 0.5] == 1).any()
+    pd.testing.assert_series_equal(fair_thresholds(mv.probas_, group, strength=0.0), mv.labels_)

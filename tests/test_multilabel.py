@@ -252,3 +252,14 @@ def test_multilabel_metrics_refuse_positional_input_but_not_indicators():
         pred, pd.Series({0: ("dog",), 2: ("dog",)})) == 0.5
     ind = np.array([[1, 0], [0, 1]])
     assert hamming_loss(ind, ind[::-1]) == 1.0  # two indicator arrays: row by row, as documented
+
+
+def test_one_tag_spelled_two_ways_in_one_answer_is_a_repeat():
+    """``1|1.0`` is one number, one tag, twice: refused like ``a|a`` (it was read as one
+    answer holding the tag twice, which to_frame wrote as ``1|1`` and from_frame refused)."""
+    from crowdlearn.multilabel.data import parse_tag_sets
+
+    with pytest.raises(ValueError, match="repeats a tag"):
+        parse_tag_sets(["1|1.0"])
+    counts, flat = parse_tag_sets(["1|2", "a|b"])
+    assert counts.tolist() == [2, 2] and flat == ["1", "2", "a", "b"]

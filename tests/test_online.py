@@ -198,3 +198,21 @@ def test_compiled_worker_regressions_match_numpy():
     assert np.allclose(a, b, atol=1e-10)
     # class mass is kept: each worker's counts per true class sum to its soft count
     assert np.allclose(a.reshape(m, k, k).sum(axis=1), s.reshape(m, k, k).sum(axis=1))
+
+
+def test_ids_and_classes_match_by_value_across_batches():
+    """A stream read from Parquet parts (numbers) and then CSV parts (text): task 11573 and
+    "11573" are one task, and classes given as text match number labels (they were two
+    tasks, and ``classes=["0", "1"]`` with number labels was refused)."""
+    data = simulate.dawid_skene(200, 10, 2, labels_per_task=4, seed=3)
+    frame = data.to_frame()
+    numeric = frame.assign(task=frame["task"].astype(int), worker=frame["worker"].astype(int),
+                           label=frame["label"].astype(int))
+    head, tail = numeric.iloc[:400], numeric.iloc[400:]
+    for first, second in ((head, tail.astype(str)), (head.astype(str), tail)):
+        est = DawidSkene().partial_fit(first, classes=["0", "1"]).partial_fit(second)
+        assert len(est.tasks_) == 200 and len(est.workers_) == 10
+        assert list(est.classes_) == ["0", "1"]
+        assert np.isfinite(est.probas_.to_numpy()).all()
+    with pytest.raises(ValueError, match="class 2 is not among the classes"):
+        DawidSkene().partial_fit(head, classes=["0", "1"]).partial_fit(tail.assign(label=2))

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import resolve_generator
-from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.stats import keyed_uniforms
+from ..core.data import CrowdLabels, as_crowd_labels, ids_like
 from .strategies import (GAIN_STRATEGIES, JOINT_WORKER_STRATEGIES, TASK_STRATEGIES, WORKER_STRATEGIES,
                          answer_gain, task_scores, worker_confusion_counts, worker_confusion_draw, worker_scores)
 
@@ -142,19 +143,26 @@ class ActiveLoop:
                 or int(k) != k or k < 0:
             raise ValueError(f"k must be a non-negative integer, got {k!r}")
         est, data = self.estimator_, self.answers_
-        cand = pd.Index(data.tasks if tasks is None else list(tasks))
+        # ids given as numbers name the tasks and workers of answers read as text, and back
+        cand = data.tasks if tasks is None else ids_like(list(tasks), data.tasks, "the candidate tasks")
         if cand.has_duplicates:
             cand = cand.drop_duplicates()
+        if workers_for is not None:
+            given_for = workers_for
+
+            def workers_for(task):
+                return ids_like(list(given_for(task)), data.workers, "the workers of a task")
         post = self._posteriors(est, data, cand) if self.pred_probs is None else self._model_posteriors(data, cand)
         if self.strategy == "activelab":
             scores = 1.0 - post.max(axis=1)
         else:
-            scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng)
-        avail = None if workers is None else pd.Index(list(workers))
+            scores = task_scores(self.strategy, post, self._crowd_confusion(est, data), self._rng, ids=cand)
+        avail = None if workers is None else ids_like(list(workers), data.workers, "the available workers")
         if self.worker_strategy in JOINT_WORKER_STRATEGIES and (avail is not None or workers_for is not None):
             return self._suggest_joint(int(k), est, data, cand, post, scores, avail, workers_for)
-        # ties (e.g. every prior-only task) broken at random, not by input order
-        order = np.lexsort((self._rng.random(len(cand)), -scores))
+        # ties (e.g. every prior-only task) broken at random, not by input order (nor by the
+        # order of the ids, which differs between ids read as text and as numbers)
+        order = np.lexsort((keyed_uniforms(cand, self._rng), -scores))
         if workers is None and workers_for is None:
             top = order[: int(k)]
             return pd.DataFrame({"task": cand[top], "worker": [None] * len(top), "score": scores[top]})
@@ -207,7 +215,7 @@ class ActiveLoop:
         if self.strategy in GAIN_STRATEGIES:
             scores = best_gain
         has_pool = np.array([w is not None for w in best_w], dtype=bool)
-        order = np.lexsort((self._rng.random(len(cand)), -np.where(has_pool, scores, -np.inf)))
+        order = np.lexsort((keyed_uniforms(cand, self._rng), -np.where(has_pool, scores, -np.inf)))
         top = [i for i in order if has_pool[i]][:k]
         return pd.DataFrame({"task": cand[top], "worker": [best_w[i] for i in top], "score": scores[top]},
                             columns=["task", "worker", "score"])
@@ -230,6 +238,7 @@ class ActiveLoop:
         from ..diagnostics import model_consensus
 
         probs = pd.DataFrame(self.pred_probs)
+        probs.index = ids_like(probs.index, data.tasks, "pred_probs")
         missing = cand.difference(probs.index)
         if len(missing):
             raise ValueError(f"pred_probs has no row for task {missing[0]!r} (and {len(missing) - 1} more)")

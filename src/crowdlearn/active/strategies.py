@@ -37,7 +37,11 @@ Worker scores for a chosen task (when the requester can pick who answers):
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from ..core.stats import keyed_uniforms
 
 __all__ = ["TASK_STRATEGIES", "GAIN_STRATEGIES", "WORKER_STRATEGIES", "JOINT_WORKER_STRATEGIES", "task_scores",
            "worker_scores", "expected_information_gain", "expected_accuracy_gain", "answer_gain", "worker_confusion_counts", "worker_confusion_draw"]
@@ -95,8 +99,13 @@ def answer_gain(strategy: str, post: np.ndarray, confusion: np.ndarray) -> np.nd
 
 
 def task_scores(strategy: str, post: np.ndarray, crowd_confusion: np.ndarray | None,
-                rng: np.random.Generator) -> np.ndarray:
-    """Score of every task (rows of ``post``) under ``strategy``; higher = ask sooner."""
+                rng: np.random.Generator, ids: Any = None) -> np.ndarray:
+    """Score of every task (rows of ``post``) under ``strategy``; higher = ask sooner.
+
+    ``ids``: the tasks' ids; the ``random`` strategy then draws one number per id
+    (:func:`crowdlearn.core.stats.keyed_uniforms`), so that a task's draw does not depend on
+    its position or on whether its id was read as text or as a number.
+    """
     if strategy == "entropy":
         return _entropy(post)
     if strategy == "margin":
@@ -108,7 +117,7 @@ def task_scores(strategy: str, post: np.ndarray, crowd_confusion: np.ndarray | N
             raise ValueError(f"strategy {strategy!r} needs an aggregator with a worker model (confusions_ or skills_)")
         return answer_gain(strategy, post, crowd_confusion)
     if strategy == "random":
-        return rng.random(len(post))
+        return rng.random(len(post)) if ids is None else keyed_uniforms(ids, rng)
     raise ValueError(f"unknown task strategy {strategy!r}; use one of {', '.join(TASK_STRATEGIES)}")
 
 

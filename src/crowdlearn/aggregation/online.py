@@ -54,7 +54,7 @@ import pandas as pd
 
 from ..core import kernels
 from ..core.base import resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, show_value
+from ..core.data import CrowdLabels, as_crowd_labels, label_number, positions_by_value, show_value
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
 from ..core.tables import column_hint
 
@@ -189,7 +189,8 @@ class OnlineState:
     @staticmethod
     def _online_batch(labels: Any, classes: pd.Index) -> CrowdLabels:
         data = as_crowd_labels(labels)
-        unknown = data.classes.difference(classes)
+        # by value: a batch read from text ("1") and the classes given as numbers (1), or back
+        unknown = data.classes[positions_by_value(classes, data.classes, "the classes of the stream") < 0]
         if len(unknown):
             raise ValueError(
                 f"partial_fit: class {show_value(unknown[0])} is not among the classes fixed at the first call "
@@ -404,9 +405,32 @@ class IdCodes:
     def __init__(self) -> None:
         self.segments: list[tuple[pd.Index, int]] = []  # (ids, code of the first)
         self.size = 0
+        self.kind: str | None = None  # inferred type of the first ids (pandas' infer_dtype)
 
     def __len__(self) -> int:
         return self.size
+
+    def like_first(self, ids: pd.Index) -> pd.Index:
+        """``ids`` as the type of the first ids seen: numbers as text when those were text,
+        text spelling a whole number as that number when those were whole numbers.
+
+        A stream read from Parquet parts (numbers) and then CSV parts (text) names one task
+        ``11573`` and then ``"11573"``; without this they would be two tasks.  In one table
+        the two are refused (:func:`crowdlearn.core.data.factorize_ids`), but across
+        batches the first type is the one the outputs already use.
+        """
+        if not len(ids):
+            return ids
+        kind = pd.api.types.infer_dtype(ids, skipna=True)
+        if self.kind is None:
+            self.kind = kind
+        if kind == self.kind or self.kind not in ("string", "integer"):
+            return ids
+        if self.kind == "string":
+            return pd.Index([str(v) for v in ids], dtype=object, name=ids.name)
+        numbers = [label_number(v) for v in ids]
+        return pd.Index([int(n) if n is not None and n == n.to_integral_value() else v
+                         for n, v in zip(numbers, ids)], name=ids.name)
 
     def index(self) -> pd.Index:
         if not self.segments:
@@ -414,7 +438,8 @@ class IdCodes:
         return self.segments[0][0].append([seg for seg, _ in self.segments[1:]])
 
     def codes(self, ids: pd.Index) -> np.ndarray:
-        """Codes of the distinct ``ids``, new ones appended."""
+        """Codes of the distinct ``ids``, new ones appended (see :meth:`like_first`)."""
+        ids = self.like_first(ids)
         found = np.full(len(ids), -1, dtype=np.int64)
         for seg, start in self.segments:
             pos = seg.get_indexer(ids)

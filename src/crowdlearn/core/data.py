@@ -18,8 +18,9 @@ import pandas as pd
 
 from .answer_table import check_codes, freeze
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "keyed_gold",
-           "label_number", "positions_by_value", "row_list", "show_value", "strip_frame", "strip_text"]
+__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "ids_like",
+           "keyed_gold", "label_number", "positions_by_value", "row_list", "show_value", "strip_frame",
+           "strip_text", "value_key"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -240,7 +241,7 @@ def label_number(value: Any, infinite: bool = False) -> Decimal | None:
     return None
 
 
-def _value_key(value: Any) -> Hashable:
+def value_key(value: Any) -> Hashable:
     """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
     spells (:func:`label_number`; a Decimal's hash equals the number's), else its text."""
     number = label_number(value)
@@ -255,7 +256,7 @@ def _same_kind(a: Any, b: Any) -> bool:
 def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
     """Position of each of ``values`` in ``target`` (-1 when absent).
 
-    Exact when both hold the same type of value; by value (:func:`_value_key`) when they do
+    Exact when both hold the same type of value; by value (:func:`value_key`) when they do
     not, because ids and labels read from a file by this library are text while
     ``pd.read_csv`` gives numbers, and ``"17" == 17`` is False: without this a truth file read
     with pandas would match no task, or count every label wrong.
@@ -267,13 +268,31 @@ def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
         if not target.is_unique:
             raise ValueError(f"{what} holds {target[target.duplicated()][0]!r} more than once")
         return target.get_indexer(values)
-    keys = pd.Index([_value_key(v) for v in target], dtype=object)
+    keys = pd.Index([value_key(v) for v in target], dtype=object)
     if not keys.is_unique:
         raise ValueError(
             f"{what} holds two values spelling the same number ({target[keys.duplicated()][0]!r}); "
             "give both sides ids and labels of the same type"
         )
-    return keys.get_indexer(pd.Index([_value_key(v) for v in values], dtype=object))
+    return keys.get_indexer(pd.Index([value_key(v) for v in values], dtype=object))
+
+
+def ids_like(values: Any, ids: pd.Index, what: str = "ids") -> pd.Index:
+    """``values`` with each one that names an id of ``ids`` (by value,
+    :func:`positions_by_value`) replaced by that id as ``ids`` spell it; the others unchanged.
+
+    Ids read from a text file are text, those of a Parquet file or a numeric DataFrame column
+    numbers; a task list, a worker list or a table keyed by task must find the answers' ids
+    either way (``17`` and ``"17"`` are one task).
+    """
+    values = pd.Index(values)
+    pos = positions_by_value(pd.Index(ids), values, what)
+    if len(values) == 0 or (pos >= 0).all() and _same_kind(ids, values):
+        return values
+    out = np.asarray(values, dtype=object).copy()
+    hit = pos >= 0
+    out[hit] = np.asarray(ids, dtype=object)[pos[hit]]
+    return pd.Index(list(out), name=values.name)
 
 
 def keyed_gold(gold: Any, what: str = "gold", *, key: str = "task", value: str = "class",
@@ -341,7 +360,7 @@ def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     present = pd.notna(a) & pd.notna(b)
     if _same_kind(a, b):
         return np.asarray(a == b, dtype=bool) & present
-    same = np.fromiter((_value_key(x) == _value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
+    same = np.fromiter((value_key(x) == value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
     return same & present
 
 

@@ -32,6 +32,8 @@ from .data import CrowdLabels
 
 __all__ = [
     "TINY",
+    "id_hashes",
+    "keyed_uniforms",
     "class_sums",
     "weighted_votes",
     "vote_fractions",
@@ -318,8 +320,9 @@ def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState, ids: pd.In
 
     ``rng`` gives one 64-bit salt; the key of cell (row n, class j) is a fixed hash
     (SplitMix64) of the salt, the row's identity and ``j``, and a tied row takes its tied
-    class with the largest key.  The row's identity is its id in ``ids`` (hashed with
-    :func:`pandas.util.hash_pandas_object`) when given, else its position.  So the rule is
+    class with the largest key.  The row's identity is its id in ``ids`` (:func:`id_hashes`:
+    the id's text, so ``17`` read from Parquet and ``"17"`` read from CSV break alike) when
+    given, else its position.  So the rule is
     reproducible for a given seed, uniform over the tied classes, and the outcome of a task
     does not depend on how many other tasks are tied; with ``ids`` it does not depend on the
     task's position either, so a task split off into another partition or file
@@ -336,15 +339,28 @@ def argmax_random_ties(proba: np.ndarray, rng: np.random.RandomState, ids: pd.In
     tied = proba >= best - _TIE_TOL
     rows = np.flatnonzero(np.count_nonzero(tied, axis=1) > 1)
     if rows.size:
-        if ids is None:
-            row_key = rows.astype(np.uint64)
-        else:
-            row_key = pd.util.hash_pandas_object(pd.Index(ids).take(rows), index=False).to_numpy(np.uint64)
+        row_key = rows.astype(np.uint64) if ids is None else id_hashes(pd.Index(ids).take(rows))
         cells = _splitmix64(row_key + salt)[:, None] + np.arange(k, dtype=np.uint64)
         keys = _splitmix64(cells)
         keys[~tied[rows]] = 0  # hashes of tied cells are > 0 except with probability 2^-64
         codes[rows] = np.argmax(keys, axis=1)
     return codes
+
+
+def id_hashes(ids: Any) -> np.ndarray:
+    """A fixed 64-bit hash of each id's text (:func:`pandas.util.hash_pandas_object` of
+    ``str(id)``): an id read as the number ``17`` from Parquet or JSON Lines and as the text
+    ``"17"`` from CSV is one id in every output table, and must draw the same."""
+    text = pd.Series([str(v) for v in ids], dtype=object)
+    return pd.util.hash_pandas_object(text, index=False).to_numpy(np.uint64)
+
+
+def keyed_uniforms(ids: Any, rng: np.random.Generator) -> np.ndarray:
+    """One uniform number in [0, 1) per id, from one seed drawn from ``rng`` and the id's
+    text (:func:`id_hashes`): a seeded random order of the ids that does not depend on
+    their position, their type, or which other ids are present."""
+    salt = np.uint64(rng.integers(0, 2**62))
+    return (_splitmix64(id_hashes(ids) + salt) >> np.uint64(11)).astype(np.float64) / float(2**53)
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.stats import argmax_random_ties
 from ..diagnostics.metrics import equal_by_value
 from .metrics import task_groups
 
@@ -44,7 +46,8 @@ def split_workers_by_group(labels: Any, groups: Any, sep: str = "|") -> CrowdLab
     return CrowdLabels.from_frame(frame, truth=truth, classes=list(data.classes))
 
 
-def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, strength: float = 1.0) -> pd.Series:
+def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, strength: float = 1.0,
+                    random_state: int | None = 0) -> pd.Series:
     """Binary labels with a per-group threshold on ``P(positive)`` (see the module docstring).
 
     Parameters
@@ -54,6 +57,10 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
     positive : the positive class (``1`` names the column ``"1"``: compared by value)
     strength : float in [0, 1]
         0: threshold 1/2 for every group; 1: equal positive rates across groups.
+    random_state : int, optional
+        Seed of the draw that decides tasks at exactly ``P(positive) = 1/2``, the draw of
+        the aggregators' ``labels_`` (:func:`crowdlearn.core.stats.argmax_random_ties`, keyed
+        on the task ids): with the aggregator's seed, strength 0 gives its ``labels_``.
 
     Returns
     -------
@@ -74,15 +81,20 @@ def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, streng
         bad = probas.index[~np.isfinite(p)]
         raise ValueError(f"probas has no finite P({positive!r}) for task {bad[0]!r} ({len(bad)} task(s))")
     g = task_groups(groups, probas.index).to_numpy()
-    overall = float((p > 0.5).mean())
-    out = p > 0.5
+    # the labels at threshold 1/2, ties drawn as the aggregators draw them
+    base = argmax_random_ties(probas.to_numpy(float), resolve_random_state(random_state), probas.index) \
+        == int(np.flatnonzero(is_positive)[0])
+    overall = float(base.mean())
+    out = base.copy()
     for name in pd.unique(g):
         m = g == name
-        own = float((p[m] > 0.5).mean())
+        own = float(base[m].mean())
         target = (1.0 - strength) * own + strength * overall
         n_pos = int(round(target * m.sum()))
-        # the n_pos most probable positives of the group (stable order: ties by task order)
-        order = np.argsort(-p[m], kind="stable")
+        # the n_pos most probable positives of the group; among equal probabilities the
+        # tasks positive at threshold 1/2 first (so strength 0 changes nothing), then by
+        # task order
+        order = np.lexsort((~base[m], -p[m]))
         lab = np.zeros(m.sum(), dtype=bool)
         lab[order[:n_pos]] = True
         out[m] = lab

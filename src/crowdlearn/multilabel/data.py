@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import (CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame,
+                         strip_text, value_key)
 from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -90,7 +91,8 @@ def parse_tag_sets(values: Iterable[Any], delimiter: str = "|", what: str = "lab
         if tags is None:
             bad[i] = True
             continue
-        if len(set(tags)) != len(tags):
+        # by value: "1" and "1.0" are one tag (one number, one class), as in class labels
+        if len({value_key(t) for t in tags}) != len(tags):
             repeated[i] = True
             continue
         counts[i] = len(tags)
