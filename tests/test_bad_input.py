@@ -89,7 +89,8 @@ def test_default_parameters_pass_validation(method):
 @pytest.mark.parametrize(
     "name, value",
     [("tol", -1.0), ("tol", "abc"), ("max_iter", -3), ("max_iter", True), ("alpha", -5),
-     ("prior_alpha", float("inf")), ("diag_alpha", None)],
+     ("prior_alpha", float("inf")), ("diag_alpha", None),
+     ("max_iter", 1000.0)],  # passed the check, then failed in range() inside the fit
 )
 def test_fit_validates_parameters(name, value):
     from crowdlearn import DawidSkene
@@ -159,3 +160,85 @@ def test_a_differently_capitalised_header_is_named_in_python_too(kind):
     reader = CrowdLabels if kind == "classification" else ContinuousAnswers
     with pytest.raises(ValueError, match="case-sensitive: 'Task' is not 'task'"):
         reader.from_frame(df)
+
+
+def test_a_count_written_with_an_exponent_on_the_command_line_is_a_count(tmp_path, capsys):
+    path = tmp_path / "a.csv"
+    pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": [0, 0, 1, 1]}).to_csv(path, index=False)
+    assert main(["aggregate", str(path), "--method", "ds", "--param", "max_iter=1e3",
+                 "--out", str(tmp_path / "o.csv")]) == 0
+
+
+def test_gold_used_for_scoring_does_not_change_the_fit(tmp_path, capsys):
+    """Gold for a task nobody answered, with a class nobody answered, made a third class that
+    glad, wmv, bp and mace then fitted (bluebirds' glad accuracy 0.593 -> 0.750)."""
+    from crowdlearn import CrowdLabels
+    from crowdlearn.registry import get_method
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"task": rng.integers(0, 60, 400), "worker": rng.integers(0, 8, 400),
+                       "label": rng.integers(0, 2, 400)}).drop_duplicates(["task", "worker"])
+    gold = pd.Series(rng.integers(0, 2, 60), index=range(60))
+    extra = pd.concat([gold, pd.Series([2], index=[999])])
+    plain = CrowdLabels.from_frame(df, truth=gold)
+    more = CrowdLabels.from_frame(df, truth=extra)
+    assert list(more.classes) == list(plain.classes) == [0, 1]
+    np.testing.assert_array_equal(more.truth, plain.truth)
+    for method in ("glad", "mace"):
+        a, b = get_method(method)().fit(plain), get_method(method)().fit(more)
+        np.testing.assert_allclose(a.probas_.to_numpy(), b.probas_.to_numpy())
+
+
+def test_gold_ids_are_matched_and_checked_by_value(tmp_path, capsys):
+    """'7' and '007' name the task 7: two golds for it contradict, and the CLI's note must not
+    call '007' unanswered while scoring it."""
+    from crowdlearn import CrowdLabels
+
+    df = pd.DataFrame({"task": [7, 7, 8], "worker": ["a", "b", "a"], "label": ["a", "b", "a"]})
+    with pytest.raises(ValueError, match="gold of task 7 is given twice"):
+        CrowdLabels.from_frame(df, truth={"7": "b", "007": "a"})
+    answers, gold = tmp_path / "a.parquet", tmp_path / "g.csv"
+    pytest.importorskip("pyarrow")
+    df.to_parquet(answers)
+    gold.write_text("task,truth\n007,a\n")
+    assert main(["aggregate", str(answers), "--method", "mv", "--gold", str(gold),
+                 "--out", str(tmp_path / "o.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "not scored" not in err and "accuracy on 1 gold tasks" in err
+
+
+def test_given_classes_spelling_one_number_twice_are_refused():
+    from crowdlearn import CrowdLabels
+
+    df = pd.DataFrame({"task": ["t1", "t1", "t1"], "worker": ["a", "b", "c"], "label": ["1", "1.0", "01"]})
+    with pytest.raises(ValueError, match="classes spell one number twice: '1', '1.0'"):
+        CrowdLabels.from_frame(df, classes=["10", "2", "1", "1.0"])
+    assert list(CrowdLabels.from_frame(df, classes=["10", "2", "1"]).classes) == ["10", "2", "1"]
+
+
+def test_predict_proba_matches_workers_and_classes_by_value():
+    """A model fitted on text ids scoring a numeric frame dropped every answer without a word
+    (every task got the class prior)."""
+    from crowdlearn import DawidSkene, simulate
+
+    data = simulate.dawid_skene(200, 10, 3, labels_per_task=4, seed=2)
+    text = data.to_frame().astype(int).astype(str)
+    est = DawidSkene().fit(text)
+    numbers = text.astype(int)
+    a = est.predict_proba(text)
+    b = est.predict_proba(numbers)
+    np.testing.assert_allclose(a.to_numpy(), b.set_axis(b.index.astype(str)).loc[a.index].to_numpy())
+    with pytest.warns(UserWarning, match="none of the 1 worker"):
+        est.predict_proba(pd.DataFrame({"task": [1], "worker": ["nobody"], "label": ["0"]}))
+
+
+def test_weights_must_name_workers():
+    from crowdlearn import WeightedMajorityVote
+
+    df = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["7", "8", "7", "8"], "label": [0, 1, 1, 1]})
+    with pytest.raises(ValueError, match="weights must be a mapping"):
+        WeightedMajorityVote(weights=[1.0, 2.0]).fit(df)
+    with pytest.raises(ValueError, match="weights name no worker"):
+        WeightedMajorityVote(weights={99: 1.0}).fit(df)
+    by_number = WeightedMajorityVote(weights={7: 5.0}).fit(df)  # worker "7" by value
+    assert by_number.weights_["7"] == 5.0 and by_number.labels_[1] == 0

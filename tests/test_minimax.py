@@ -173,20 +173,20 @@ def _many_class_crowd(seed, k=400, n_tasks=60, n_workers=20, per_task=3, p_right
     return pd.DataFrame(rows, columns=["task", "worker", "label"]), truth
 
 
-def test_many_classes_are_fast_and_converge():
+def test_many_classes_use_the_sparse_solver_and_converge():
     # ~130 classes on 180 answers: the dense solvers carried (W + N) K^2 = 1.4M parameters
     # and took ~1 min; the sparse solver optimises only the rows the posteriors reach
-    import time
-
     df, truth = _many_class_crowd(0)
-    t0 = time.perf_counter()
     me = cl.MinimaxEntropy().fit(df)
-    elapsed = time.perf_counter() - t0
     assert me.solver_ == "sparse" and me.converged_
-    assert elapsed < 20, elapsed  # ~1-2 s unloaded
-    mv = cl.MajorityVote().fit(df)
-    acc = lambda est: float(np.mean(est.labels_.to_numpy() == truth[est.labels_.index.to_numpy()]))
-    assert acc(me) >= acc(mv) - 0.02
+    # against majority vote's expected accuracy (a tied task counts 1 / the number of tied
+    # classes): 11 of the 60 tasks are ties, so the accuracy of one draw is a matter of luck
+    mv = cl.MajorityVote().fit(df).probas_
+    top = mv.to_numpy() == mv.to_numpy().max(axis=1, keepdims=True)
+    right = np.asarray(mv.columns)[None, :] == truth[mv.index.to_numpy()][:, None]
+    expected_mv = float(np.mean((top & right).sum(axis=1) / top.sum(axis=1)))
+    acc = float(np.mean(me.labels_.to_numpy() == truth[me.labels_.index.to_numpy()]))
+    assert acc >= expected_mv - 0.02
     assert np.allclose(me.probas_.sum(axis=1), 1.0)
 
 

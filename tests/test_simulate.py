@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -257,21 +256,19 @@ def test_validation():
         simulate.one_coin(100, 10, 2, class_prior=[1, 2, 3])
 
 
-def test_scales_vectorised():
-    start = time.perf_counter()
+def test_a_million_answers_in_one_call():
+    # its speed is measured in benchmarks/, not asserted here
     data = simulate.dawid_skene(200_000, 500, 4, labels_per_task=5, seed=0,
                                 assignment="regular", colluders=0.1, spammers=0.1)
     assert data.n_labels == 1_000_000
-    assert time.perf_counter() - start < 5.0  # ~0.2 s; generous bound for slow CI
+    assert np.bincount(data.task).min() == np.bincount(data.task).max() == 5
 
 
 @pytest.mark.slow
 def test_ten_million_labels():
-    start = time.perf_counter()
     data = simulate.dawid_skene(2_000_000, 1_000, 4, labels_per_task=5, seed=0,
                                 spammers=0.1, colluders=0.1)
     assert data.n_labels == 10_000_000
-    assert time.perf_counter() - start < 20.0
 
 
 # ------------------------------------------------------------------ repeats and designs

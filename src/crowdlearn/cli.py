@@ -45,6 +45,8 @@ def _parse_params(pairs: list[str] | None) -> dict:
     a value with a comma is a list of such items (``candidates=ds,glad``), for the parameters
     that take a list.  The estimator checks the values when it is fitted.
     """
+    from .core.params import whole_number_names
+
     out = {}
     for pair in pairs or []:
         if "=" not in pair:
@@ -54,6 +56,8 @@ def _parse_params(pairs: list[str] | None) -> dict:
             parsed: object = [_parse_value(v) for v in value.split(",") if v.strip()]
         else:
             parsed = _parse_value(value)
+        if key.strip() in whole_number_names() and isinstance(parsed, float) and parsed.is_integer():
+            parsed = int(parsed)  # max_iter=1e3 is the count 1000
         out[key.strip()] = parsed
     return out
 
@@ -200,9 +204,13 @@ def _note_unmatched_gold(gold_file, truth, units, unit: str = "task") -> None:
     """
     import pandas as pd
 
+    from .core.data import positions_by_value
+
     if not isinstance(truth, pd.Series) or units is None or isinstance(truth.index, pd.MultiIndex):
         return
-    alone = truth.index[~truth.index.isin(units)]
+    # by value, as the tables match gold to their units ("007" in a text gold file is the
+    # task 7 of answers read from Parquet)
+    alone = truth.index[positions_by_value(pd.Index(units), truth.index, f"the answered {unit}s") < 0]
     if len(alone):
         print(f"crowdlearn: note: {gold_file}: {len(alone)} of {len(truth)} gold {unit}(s) have no "
               f"answers and are not scored (e.g. {alone[0]!r})", file=sys.stderr)

@@ -84,12 +84,18 @@ def align_to_fit(data: CrowdLabels, workers: pd.Index, classes: pd.Index) -> Cro
     """
     if data.classes.equals(classes) and data.workers.equals(workers):
         return data
-    cls_map = classes.get_indexer(data.classes)
+    # by value: answers read from a CSV (text ids and labels) scored by a model fitted on a
+    # numeric DataFrame, or back, name the same workers and classes
+    cls_map = positions_by_value(classes, data.classes, "the fitted classes")
     if np.any(cls_map < 0):
         unknown = data.classes[cls_map < 0][0]
         raise ValueError(f"class {show_value(unknown)} was not seen during fit")
-    w_map = workers.get_indexer(data.workers)
+    w_map = positions_by_value(workers, data.workers, "the fitted workers")
     keep = w_map[data.worker] >= 0
+    if data.n_labels and not keep.any():
+        warnings.warn(
+            f"none of the {data.n_workers} worker(s) of these answers was seen during fit (e.g. "
+            f"{show_value(data.workers[0])}): every task gets the class prior", UserWarning, stacklevel=3)
     return CrowdLabels(
         data.task[keep],
         w_map[data.worker[keep]],

@@ -17,6 +17,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from ..core.base import Tags
+from ..core.data import positions_by_value, show_value
 from ..core.stats import agreement_with, split_ties, vote_fractions, weighted_votes
 from .base import BaseAggregator
 
@@ -84,9 +85,29 @@ class WeightedMajorityVote(BaseAggregator):
         self.n_iter = n_iter
         self.random_state = random_state
 
+    def _given_weights(self, data) -> pd.Series:
+        """``weights`` as a Series over ``data.workers`` (``default_weight`` where absent).
+
+        Keys are matched by value (worker ``17`` of a numeric frame is ``"17"`` of a CSV).  A
+        list or array is refused, as gold is: its values name no worker.  Weights of which
+        no key names a worker of the answers are refused too (every worker would get the
+        default weight without a word).
+        """
+        if not isinstance(self.weights, (Mapping, pd.Series)):
+            raise ValueError(f"weights must be a mapping worker -> weight (or a Series indexed by worker), "
+                             f"got {type(self.weights).__name__}")
+        given = pd.Series(dict(self.weights) if isinstance(self.weights, Mapping) else self.weights, dtype=float)
+        pos = positions_by_value(data.workers, given.index, "the answers' workers")
+        if len(given) and not (pos >= 0).any():
+            raise ValueError(f"weights name no worker of the answers (e.g. {show_value(given.index[0])}; "
+                             f"the answers' workers are e.g. {show_value(data.workers[0])})")
+        w = np.full(data.n_workers, float(self.default_weight))
+        w[pos[pos >= 0]] = given.to_numpy()[pos >= 0]
+        return pd.Series(w, index=data.workers)
+
     def _fit(self, data, gold, init):
         if self.weights is not None:
-            w = pd.Series(self.weights, dtype=float).reindex(data.workers).fillna(self.default_weight)
+            w = self._given_weights(data)
             if np.any(w.to_numpy() < 0) or not np.all(np.isfinite(w.to_numpy())):
                 raise ValueError("weights must be finite and non-negative")
             self.weights_ = w.rename("weight")

@@ -874,6 +874,10 @@ class CrowdLabels:
             class_index = strip_text(pd.Index(list(classes), name="class"))
             if class_index.has_duplicates:
                 raise ValueError("classes contains duplicates")
+            keys = pd.Index([value_key(c) for c in class_index], dtype=object)
+            if keys.has_duplicates:  # one number, one class: 1 and 1.0 are one class twice
+                twice = keys.duplicated(keep=False)
+                raise ValueError(f"classes spell one number twice: {', '.join(map(show_value, class_index[twice]))}")
             label_codes = class_index.get_indexer(labels_col)
             bad = label_codes < 0
             if bad.any():  # one number, one class: "1.0" is the given class "1"
@@ -896,9 +900,15 @@ class CrowdLabels:
                     f"({row_list(bad if kept_at is None else np.isin(np.arange(len(dup)), kept_at[bad]), first_line)})"
                 )
         else:
+            pool = labels_col
             if truth_s is not None:  # gold "2" for the label 2 is that class, not a second one
                 truth_s = _gold_as_classes(truth_s, labels_col)
-            pool = labels_col if truth_s is None else pd.concat([labels_col, truth_s], ignore_index=True)
+                # only the gold of tasks in the table names classes: gold for a task nobody
+                # answered is not used, and must not change the classes every method fits
+                listed = df[task] if all_tasks is None else pd.concat(
+                    [df[task], strip_text(pd.Series(list(all_tasks)))], ignore_index=True)
+                used = positions_by_value(pd.Index(pd.unique(listed)), truth_s.index, "the answers' tasks") >= 0
+                pool = pd.concat([labels_col, truth_s[used]], ignore_index=True)
             pool_codes, class_index = class_codes(pool, normalised=True)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
 
@@ -917,13 +927,14 @@ class CrowdLabels:
             # not "17") are the same tasks
             pos = positions_by_value(task_index, truth_s.index, "the answers' tasks")
             cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
-            if np.any(cls_codes < 0):
-                first = int(np.flatnonzero(cls_codes < 0)[0])
+            if np.any((cls_codes < 0) & (pos >= 0)):  # gold for tasks nobody answered is not used
+                first = int(np.flatnonzero((cls_codes < 0) & (pos >= 0))[0])
                 bad_val, bad_task = show_value(truth_s.iloc[first]), show_value(truth_s.index[first])
                 raise ValueError(f"gold label {bad_val} of task {bad_task} is not one of the "
                                  f"classes {list(class_index)[:10]}")
-            _refuse_contradicting_gold(truth_s.index, cls_codes, class_index)
             ok = pos >= 0  # gold for tasks nobody answered is ignored, as it can't be used
+            # by the task matched (7 and "007" are one task), not by the gold's spelling
+            _refuse_contradicting_gold(task_index.take(pos[ok]), cls_codes[ok], class_index)
             truth_codes[pos[ok]] = cls_codes[ok]
 
         feats = None

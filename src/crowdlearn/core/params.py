@@ -18,7 +18,8 @@ from numbers import Integral, Real
 from typing import Any
 
 __all__ = [
-    "check_params", "ROUND_COUNTS", "SIZES", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE", "FRACTIONS",
+    "check_params", "whole_number_names", "ROUND_COUNTS", "SIZES", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE",
+    "FRACTIONS",
 ]
 
 #: numbers of iterations, rounds or restarts: whole numbers >= 0
@@ -53,6 +54,15 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def whole_number_names() -> frozenset:
+    """The parameter names whose values are whole numbers (counts and sizes)."""
+    return ROUND_COUNTS | SIZES
+
+
 def check_params(estimator: Any) -> None:
     """Raise ``ValueError("<name> must be ..., got <value>")`` for the first invalid parameter.
 
@@ -68,15 +78,14 @@ def _problem(name: str, value: Any) -> str | None:
     """What ``value`` should have been for ``name``; None when it is fine or not ruled here."""
     if value is None and name in _NONE_ALLOWED:
         return None
+    # counts and sizes are ints: the fits use them in range() and as array sizes, where
+    # 1000.0 fails deep inside the fit (the CLI reads "1e3" for them as 1000)
     if name in ROUND_COUNTS:
-        if isinstance(value, Integral) and not isinstance(value, bool):
-            ok = value >= 0
-        else:
-            ok = _is_number(value) and math.isfinite(value) and value >= 0 and float(value).is_integer()
-        return None if ok else "a whole number >= 0"
+        ok = _is_int(value) and value >= 0
+        return None if ok else "a whole number >= 0 (an int)"
     if name in SIZES:
-        ok = _is_number(value) and math.isfinite(value) and value >= 1 and float(value).is_integer()
-        return None if ok else "a whole number >= 1"
+        ok = _is_int(value) and value >= 1
+        return None if ok else "a whole number >= 1 (an int)"
     if name in TOLERANCES:
         ok = _is_number(value) and math.isfinite(value) and value >= 0
         return None if ok else "a finite number >= 0"
