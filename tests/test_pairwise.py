@@ -246,6 +246,42 @@ def test_grouped_data_ranks_within_groups_without_warning():
     assert frame["group"].tolist() == ["q1", "q1", "q2", "q2"]
 
 
+@pytest.mark.parametrize("cls", [BradleyTerry, Thurstone, CrowdBT, NoisyBT])
+def test_items_with_identical_records_share_the_rank(cls):
+    """README: equal scores share the rank.  ``zz`` copies every comparison of ``i0`` (same
+    opponents, workers and outcomes), so the two have one score in exact arithmetic; the
+    solvers returned them a few ulps apart (Thurstone: 0.22893145653206667 and ...665), and
+    ranking the raw floats gave them ranks 1 and 2.  Seeds 10 and 11 split such a pair for
+    every method before the fix."""
+    for seed in (10, 11):
+        frame = pairwise_crowd(12, 5, 150, tau=0.4, seed=seed)[0].to_frame()
+        copy = frame[(frame["left"] == "i0") | (frame["right"] == "i0")].replace("i0", "zz")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            est = cls().fit(pd.concat([frame, copy], ignore_index=True))
+        assert est.scores_["i0"] == pytest.approx(est.scores_["zz"], rel=1e-12, abs=1e-12)
+        assert est.ranks_["i0"] == est.ranks_["zz"], (seed, est.scores_["i0"] - est.scores_["zz"])
+        # the shared rank is the "min" rank: one plus the number of items scored higher
+        assert est.ranks_["i0"] == 1 + int((est.scores_ > est.scores_[["i0", "zz"]].max() + 1e-9).sum())
+
+
+def test_tied_ranks_tolerance_is_relative_to_the_score_scale():
+    """Scores within sqrt(eps) of each other (times max(1, max |score|)) share the "min"
+    rank, within each group; scores 1e-6 apart, far above rounding, do not."""
+    from crowdlearn.pairwise.base import RANK_RTOL, tied_ranks
+
+    assert RANK_RTOL == pytest.approx(np.sqrt(np.finfo(float).eps))
+    s = np.array([0.3, 0.3 + 3e-17, 0.3 - 1e-6, 2.0, 2.0, -1.0])
+    g = np.array([0, 0, 0, 1, 1, 1])
+    assert tied_ranks(s, g).tolist() == [1, 1, 3, 1, 1, 3]
+    # at scale 1e6 a difference of 1e-3 is rounding noise of the solvers' sums (1e-9 relative)
+    big = np.array([1e6, 1e6 - 1e-3, 1e6 - 1.0])
+    assert tied_ranks(big, np.zeros(3, dtype=int)).tolist() == [1, 1, 3]
+    # near zero the scale is 1: 1e-6 apart are different scores
+    small = np.array([1e-3, 1e-3 - 1e-6, 1e-3 + 1e-12])
+    assert tied_ranks(small, np.zeros(3, dtype=int)).tolist() == [1, 3, 1]
+
+
 def test_bad_hyper_parameters():
     data, _ = pairwise_crowd(10, 3, 50, seed=0)
     with pytest.raises(ValueError, match="prior_strength"):

@@ -29,11 +29,15 @@ from .backend import compiled_pairwise, resolve_backend
 from .data import LEFT, RIGHT, TIE, Comparisons, as_comparisons
 
 __all__ = ["PairwiseEstimator", "PairwiseFit", "PairCounts", "pair_counts", "wins_strongly_connected", "score_stderr",
-           "DENSE_STDERR_MAX"]
+           "tied_ranks", "DENSE_STDERR_MAX", "RANK_RTOL"]
 
 #: up to this many items the standard errors use the full inverse Fisher information; above,
 #: its diagonal approximation (conditional variances, a lower bound)
 DENSE_STDERR_MAX = 1000
+
+#: scores closer than this, relative to their scale (:func:`tied_ranks`), share a rank: the
+#: square root of the double-precision machine epsilon, about 1.5e-8
+RANK_RTOL = float(np.sqrt(np.finfo(np.float64).eps))
 
 
 @dataclass
@@ -171,6 +175,56 @@ def score_stderr(n_items: int, a: np.ndarray, b: np.ndarray, info: np.ndarray,
     return np.sqrt(np.maximum(np.diag(inv_upper), 0.0))
 
 
+def tied_ranks(scores: np.ndarray, groups: np.ndarray, rtol: float = RANK_RTOL) -> np.ndarray:
+    """Ranks of scores within groups, 1 = best, with equal scores sharing the rank.
+
+    Parameters
+    ----------
+    scores : (n,) array of float
+        Finite scores, higher = better.
+    groups : (n,) array of int
+        Group code of each score; ranks are counted within each group.
+    rtol : float, default :data:`RANK_RTOL`
+        Two scores are equal when they differ by at most ``rtol * max(1, max |scores|)``.
+
+    Returns
+    -------
+    (n,) array of int64
+        The "min" rank: one plus the number of scores of the group that are higher by more
+        than the tolerance.  A run of scores each within the tolerance of the next shares
+        the rank of its best, so equality is transitive.
+
+    Notes
+    -----
+    Why a tolerance: items with identical comparison records have the same score in exact
+    arithmetic, but the solvers sum their terms in different orders and hand them back a few
+    units in the last place apart (up to 1e-14 relative on simulated crowds, with every
+    method), so ranking the raw floats gave them different ranks.  Why ``sqrt(eps)``: every
+    fit maximises a smooth objective, which changes with the square of a score's distance
+    from its maximum, so scores closer than ``sqrt(eps)`` times their scale change the
+    objective by about ``eps`` relative -- less than double precision resolves -- and no fit
+    can order them; the bound is six orders of magnitude above that rounding noise.  Why
+    ``max(1, .)``: scores are log-strengths, and the solvers compute with ``exp(score)``
+    and the prior's zero, whose rounding is absolute near 0.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    groups = np.asarray(groups)
+    n = len(scores)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    tol = float(rtol) * max(1.0, float(np.max(np.abs(scores))))
+    order = np.lexsort((-scores, groups))  # by group, best first within each
+    s, g = scores[order], groups[order]
+    pos = np.arange(n)
+    new_group = np.r_[True, g[1:] != g[:-1]]
+    new_level = new_group | np.r_[True, (s[:-1] - s[1:]) > tol]
+    group_start = np.maximum.accumulate(np.where(new_group, pos, 0))
+    level_start = np.maximum.accumulate(np.where(new_level, pos, 0))
+    ranks = np.empty(n, dtype=np.int64)
+    ranks[order] = level_start - group_start + 1
+    return ranks
+
+
 class PairwiseEstimator(AnswerEstimator):
     """Base of the pairwise methods (kind ``"pairwise"``).
 
@@ -182,7 +236,8 @@ class PairwiseEstimator(AnswerEstimator):
     scores_ : Series item -> score
         Higher is better; the log-strength scale of the model (0 = the prior mean).
     ranks_ : Series item -> int
-        1 = best; within each group for grouped comparisons; equal scores share the rank.
+        1 = best; within each group for grouped comparisons; equal scores share the rank
+        (equal up to rounding: :func:`tied_ranks`).
     stderr_ : Series item -> float
         Standard error of each score (:func:`score_stderr`).  Computed on first access,
         not in ``fit``: up to :data:`DENSE_STDERR_MAX` items it inverts a dense
@@ -224,8 +279,8 @@ class PairwiseEstimator(AnswerEstimator):
         self._stderr = None
         self._stderr_inputs = (data.n_items, fitted.info_pairs, fitted.info, fitted.prior_curv)
         groups = data.group_codes()
-        ranks = (pd.Series(-scores).groupby(groups).rank(method="min").to_numpy())
-        self.ranks_ = pd.Series(ranks.astype(np.int64), index=items, name="rank")
+        # not rank() on the raw floats: tied items come out of the solvers a few ulps apart
+        self.ranks_ = pd.Series(tied_ranks(scores, groups), index=items, name="rank")
         self.groups_ = (pd.Series(data.item_group, index=items, name="group")
                         if data.grouped else None)
         if fitted.reliability is not None:
