@@ -23,8 +23,9 @@ Modes (each prints exactly one JSON object on stdout; logs go to stderr)::
 
 Pairwise modes: crowd-kit's pairwise models have no ties (a label must be the left or the
 right item), so rows whose label is neither are dropped and counted (``dropped_ties``); with
-``--group-col`` the item ids become ``"<group>::<item>"``, the unit ids crowdlearn uses for
-grouped comparisons, so the scores can be compared item by item.
+``--group-col`` the item ids become ``"<group>::<item>"`` (crowd-kit takes one id per item;
+``benchmarks/pairwise.py`` splits them back into crowdlearn's (group, item) units), so the
+scores can be compared item by item.
 
 "time" is wall-clock seconds of ``fit_predict``; "cpu_time" is the process CPU
 seconds over the same span (less sensitive to other load on the machine).

@@ -83,6 +83,17 @@ VARIANTS = {"bt (prior_strength=0.01, sensitivity)": ("bt", {"prior_strength": 0
 CROWDKIT_NBT_SEEDS = [1, 2, 3, 4]
 
 
+def _crowdkit_scores(res: dict, data: Comparisons) -> pd.Series:
+    """crowd-kit's scores keyed as crowdlearn's units.  crowd-kit takes one id per item, so
+    the runner names a grouped unit ``group::item``; crowdlearn keys it by the (group, item)
+    pair.  Split at the first separator, which no id of music_similarity_pairs holds."""
+    scores = pd.Series(res["scores"], dtype=float)
+    if data.grouped:
+        scores.index = pd.MultiIndex.from_tuples([tuple(k.split("::", 1)) for k in scores.index],
+                                                 names=data.items.names)
+    return scores
+
+
 def _fit_ours(name: str, data: Comparisons):
     name, params = VARIANTS.get(name, (name, {}))
     est = crowdlearn.get_method(name)(**params)
@@ -118,7 +129,7 @@ def _compare(dataset: str, data: Comparisons, csv: Path | None, group_col: str |
                 rows.append({"dataset": dataset, "library": "crowd-kit 1.4.2", "method": label,
                              "note": res["error"]})
                 continue
-            scores = pd.Series(res["scores"], dtype=float)
+            scores = _crowdkit_scores(res, data)
             missing = len(data.items.difference(scores.index))
             rows.append({"dataset": dataset, "library": "crowd-kit 1.4.2", "method": label,
                          **_metrics(scores, truth, groups), "time_s": res["time"],
@@ -140,7 +151,7 @@ def _crowdkit_nbt_seed_rows(dataset: str, data: Comparisons, csv: Path,
     groups = pd.Series(data.item_group, index=data.items) if data.grouped else None
     rows = []
     for seed, res in out.items():
-        scores = pd.Series(res["scores"], dtype=float)
+        scores = _crowdkit_scores(res, data)
         rows.append({"dataset": dataset, "library": "crowd-kit 1.4.2",
                      "method": f"NoisyBradleyTerry (random_state={seed})",
                      **_metrics(scores, truth, groups),

@@ -10,7 +10,7 @@ import pytest
 
 from crowdlearn.continuous.data import ContinuousAnswers
 from crowdlearn.multilabel.data import MultiLabelAnswers
-from crowdlearn.pairwise.data import GROUP_SEP, LEFT, RIGHT, TIE, Comparisons, read_truth
+from crowdlearn.pairwise.data import LEFT, RIGHT, TIE, Comparisons, read_truth
 from crowdlearn.pairwise.preferences import Preferences
 from crowdlearn.similarity.data import SimilarityAnswers
 
@@ -99,7 +99,7 @@ def test_pairwise_ids_labels_and_tie_lose_surrounding_whitespace_and_gold_still_
     grouped = Comparisons.from_frame(df.assign(q=["q1", "q1 ", " q1"]), group="q",
                                      truth=pd.Series({("q1 ", " a"): 2.0}))
     assert len(grouped.items) == 3
-    assert grouped.truth_series().to_dict() == {f"q1{GROUP_SEP}a": 2.0}
+    assert grouped.truth_series().to_dict() == {("q1", "a"): 2.0}
 
 
 def test_pairwise_gold_file_ids_are_stripped(tmp_path):

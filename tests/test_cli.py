@@ -366,6 +366,23 @@ def test_aggregate_pairwise_gold_read_as_benchmark_reads_it(tmp_path, capsys):
     assert code == 2 and "names its column 'score'" in err
 
 
+def test_aggregate_grouped_pairwise_ids_holding_the_separator(tmp_path, capsys):
+    """QA's pg.csv: the item ``x::y`` of group ``g`` and the item ``y`` of group ``g::x``
+    both became the unit ``g::x::y`` (3 items out instead of 4, one score for two items).
+    Grouped results name each unit by its two ids, in the columns group and item."""
+    src = tmp_path / "pg.csv"
+    src.write_text("worker,left,right,label,query\nw1,x::y,b,x::y,g\nw2,x::y,b,b,g\n"
+                   "w1,y,c,y,g::x\nw2,y,c,y,g::x\n")
+    code, out, err = run(["aggregate", str(src), "--col", "group=query", "--method", "bt"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out), dtype={"group": str, "item": str})
+    assert list(table.columns) == ["group", "item", "score", "rank", "stderr"]
+    assert table[["group", "item"]].to_numpy().tolist() == [["g", "b"], ["g", "x::y"],
+                                                             ["g::x", "c"], ["g::x", "y"]]
+    assert table["rank"].tolist() == [1, 1, 2, 1]
+    assert "items=4" in err and "groups=2" in err
+
+
 def test_aggregate_pairwise_bad_label_names_line(tmp_path, capsys):
     src = tmp_path / "pairs.csv"
     src.write_text("worker,left,right,label\nw1,a,b,a\nw1,a,c,zz\n")

@@ -83,13 +83,53 @@ def test_groups_make_group_item_units_and_round_trip():
     df = _frame([("w1", "a", "b", "a"), ("w2", "a", "b", "tie"), ("w1", "a", "b", "b")])
     df["query"] = ["q1", "q1", "q2"]
     data = Comparisons.from_frame(df, group="query", truth={("q1", "a"): 2.0, "q2::b": 1.0})
-    assert list(data.items) == ["q1::a", "q1::b", "q2::a", "q2::b"]
+    assert list(data.items) == [("q1", "a"), ("q1", "b"), ("q2", "a"), ("q2", "b")]
+    assert list(data.items.names) == ["group", "item"]
     assert list(data.item_group) == ["q1", "q1", "q2", "q2"]
     assert list(data.item_name) == ["a", "b", "a", "b"]
     np.testing.assert_array_equal(data.truth, [2.0, np.nan, np.nan, 1.0])
     back = Comparisons.from_frame(data.to_frame(), group="group")
     np.testing.assert_array_equal(back.outcome, data.outcome)
     assert list(back.items) == list(data.items)
+
+
+def test_group_and_item_holding_the_separator_stay_distinct_units():
+    """Units were the text f"{group}::{item}", so the item ``x::y`` of group ``g`` and the
+    item ``y`` of group ``g::x`` were one unit ``g::x::y``: 3 items instead of 4, and a
+    fitted score and rank shared across two groups.  Units are (group, item) pairs now."""
+    df = _frame([("w1", "x::y", "b", "x::y"), ("w2", "x::y", "b", "b"),
+                 ("w1", "y", "c", "y"), ("w2", "y", "c", "y")])
+    df["query"] = ["g", "g", "g::x", "g::x"]
+    data = Comparisons.from_frame(df, group="query")
+    assert data.n_items == 4
+    assert list(data.items) == [("g", "b"), ("g", "x::y"), ("g::x", "c"), ("g::x", "y")]
+    assert data.components()[0] == 2  # the two groups are never compared with each other
+    frame = BradleyTerry().fit(data).result_frame()
+    assert list(frame.columns) == ["group", "item", "score", "rank", "stderr"]
+    assert frame[["group", "item"]].to_numpy().tolist() == [["g", "b"], ["g", "x::y"],
+                                                             ["g::x", "c"], ["g::x", "y"]]
+    # one win each in g: tied; y beat c twice in g::x
+    assert frame["rank"].tolist() == [1, 1, 2, 1]
+    back = Comparisons.from_frame(data.to_frame(), group="group")
+    assert list(back.items) == list(data.items)
+    np.testing.assert_array_equal(back.outcome, data.outcome)
+
+
+def test_grouped_keys_in_text_must_name_one_unit():
+    """``group::item`` text still names a unit in truth and all_items when the separator
+    sits at one place only; text it could split two ways is refused, naming it."""
+    df = _frame([("w1", "x::y", "b", "b"), ("w1", "y", "c", "y")])
+    df["query"] = ["g", "g::x"]
+    data = Comparisons.from_frame(df, group="query",
+                                  truth={("g", "x::y"): 1.0, ("g::x", "y"): 2.0, "g::b": 3.0},
+                                  all_items=[("g", "new"), "g::z"])
+    assert data.truth_series().to_dict() == {("g", "b"): 3.0, ("g", "x::y"): 1.0,
+                                             ("g::x", "y"): 2.0}
+    assert ("g", "new") in data.items and ("g", "z") in data.items
+    with pytest.raises(ValueError, match=r"truth key 'g::x::y' does not name one \(group, item\) unit"):
+        Comparisons.from_frame(df, group="query", truth={"g::x::y": 1.0})
+    with pytest.raises(ValueError, match=r"all_items entry 'g:::y' does not name one"):
+        Comparisons.from_frame(df, group="query", all_items=["g:::y"])
 
 
 # ----------------------------------------------------------------------------- models

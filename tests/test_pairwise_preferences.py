@@ -82,6 +82,21 @@ def test_a_response_spelled_like_a_tie_keeps_its_outcomes(tmp_path):
     assert (line["prompt"], line["chosen"], line["rejected"]) == ("p2", response, "C")
 
 
+def test_prompt_and_response_holding_the_separator_stay_distinct():
+    """Units were the text f"{prompt}::{response}": the response ``x::y`` of prompt ``g`` and
+    the response ``y`` of prompt ``g::x`` were one item, so Crowd-BT tied two prompts'
+    responses together (3 items, and the pairs' preferences read from a shared score)."""
+    df = pd.DataFrame({"prompt": ["g"] * 3 + ["g::x"] * 3,
+                       "response_a": ["x::y"] * 3 + ["y"] * 3, "response_b": ["b"] * 3 + ["c"] * 3,
+                       "worker": ["u", "v", "w"] * 2, "label": ["a"] * 3 + ["b"] * 3})
+    comps = Preferences.from_frame(df).to_comparisons()
+    assert comps.n_items == 4 and comps.components()[0] == 2
+    assert list(comps.items) == [("g", "b"), ("g", "x::y"), ("g::x", "c"), ("g::x", "y")]
+    r = PreferenceAggregator().fit(df).result_frame().set_index("prompt")
+    assert r.loc["g", "preferred"] == "x::y" and r.loc["g::x", "preferred"] == "c"
+    assert r.loc["g", "confidence"] > 0.5 and r.loc["g::x", "confidence"] > 0.5
+
+
 def test_swapped_orientation_is_the_same_pair():
     df = pd.DataFrame({"prompt": ["p", "p", "p"], "response_a": ["x", "y", "x"],
                        "response_b": ["y", "x", "y"], "worker": ["u", "v", "w"],

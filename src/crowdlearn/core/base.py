@@ -136,9 +136,9 @@ class AnswerEstimator(CrowdEstimator):
     * ``fit(answers, **options)`` takes the kind's answer table (or a DataFrame it is built
       from), never mutates it, and returns ``self``;
     * :meth:`result_frame` is the fitted result as one table, one row per unit (a task, or an
-      item for pairwise and similarity answers) with the unit id as first column, every unit of
-      the input exactly once, in the input's order, no NaN: the table ``crowdlearn aggregate``
-      writes;
+      item for pairwise and similarity answers) with the unit id as first column (grouped
+      comparisons: the (group, item) pair as the first two), every unit of the input exactly
+      once, in the input's order, no NaN: the table ``crowdlearn aggregate`` writes;
     * before ``fit``, :meth:`result_frame` raises ``NotFittedError``.
 
     Subclasses set ``_result_attr``, the name of the fitted attribute whose presence means

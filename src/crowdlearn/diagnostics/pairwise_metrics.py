@@ -37,7 +37,10 @@ def _aligned(scores, truth, groups):
 
 def _per_group(scores, truth, groups, fn) -> float:
     values = []
-    for _, part in _aligned(scores, truth, groups).groupby("group", sort=False):
+    frame = _aligned(scores, truth, groups)
+    # by the column's values: grouped units are indexed by (group, item), whose level of the
+    # same name pandas will not choose between
+    for _, part in frame.groupby(frame["group"].to_numpy(), sort=False):
         if len(part) >= 2 and part["truth"].nunique() > 1:
             values.append(fn(part["score"].to_numpy(), part["truth"].to_numpy()))
     values = [v for v in values if np.isfinite(v)]

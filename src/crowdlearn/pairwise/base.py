@@ -234,7 +234,9 @@ class PairwiseEstimator(AnswerEstimator):
     Attributes
     ----------
     scores_ : Series item -> score
-        Higher is better; the log-strength scale of the model (0 = the prior mean).
+        Higher is better; the log-strength scale of the model (0 = the prior mean).  For
+        grouped comparisons every per-item Series is indexed by the (group, item) units, a
+        MultiIndex (:data:`~crowdlearn.pairwise.data.UNIT_LEVELS`).
     ranks_ : Series item -> int
         1 = best; within each group for grouped comparisons; equal scores share the rank
         (equal up to rounding: :func:`tied_ranks`).
@@ -323,8 +325,12 @@ class PairwiseEstimator(AnswerEstimator):
 
     # --------------------------------------------------------------- output
     def _result_frame(self) -> pd.DataFrame:
-        frame = pd.DataFrame({"item": self.items_, "score": self.scores_.to_numpy(),
-                              "rank": self.ranks_.to_numpy(), "stderr": self.stderr_.to_numpy()})
-        if self.groups_ is not None:
-            frame["group"] = self.groups_.to_numpy()
-        return frame
+        """``item, score, rank, stderr``; for grouped comparisons ``group, item, score, rank,
+        stderr``: the unit, a (group, item) pair, in its first two columns, each id as given
+        (never one joined text, which two units could share)."""
+        values = {"score": self.scores_.to_numpy(), "rank": self.ranks_.to_numpy(),
+                  "stderr": self.stderr_.to_numpy()}
+        if isinstance(self.items_, pd.MultiIndex):
+            units = {level: self.items_.get_level_values(level) for level in self.items_.names}
+            return pd.DataFrame({**units, **values})
+        return pd.DataFrame({"item": self.items_, **values})

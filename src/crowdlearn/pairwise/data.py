@@ -20,7 +20,8 @@ from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list,
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
-__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "TIE_MARKERS", "SIDE_MARKERS", "GROUP_SEP", "LEFT", "RIGHT", "TIE"]
+__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "factorize_units", "TIE_MARKERS",
+           "SIDE_MARKERS", "GROUP_SEP", "UNIT_LEVELS", "LEFT", "RIGHT", "TIE"]
 
 #: outcome codes
 LEFT, RIGHT, TIE = 0, 1, 2
@@ -28,7 +29,10 @@ LEFT, RIGHT, TIE = 0, 1, 2
 TIE_MARKERS = ("tie", "draw", "=")
 #: labels naming the winning side instead of its item (compared like the tie markers)
 SIDE_MARKERS = {"left": LEFT, "right": RIGHT}
-#: separator between the group and the item in the unit id of grouped comparisons
+#: the levels of the units of grouped comparisons: a (group, item) pair, never one text
+UNIT_LEVELS = ("group", "item")
+#: separator of the one-text spelling ``group::item`` of a grouped unit, accepted in truth
+#: keys and ``all_items`` only where it occurs at exactly one place (else it is ambiguous)
 GROUP_SEP = "::"
 #: :meth:`Comparisons.pair_index` numbers the pairs in a dense array of ``n_items^2`` entries
 #: while that is at most this many per comparison (an entry takes 16 bytes at the peak in the
@@ -49,6 +53,73 @@ def _stripped_keys(index: pd.Index) -> pd.Index:
             [strip_text(pd.Index(index.get_level_values(i), dtype=object)) for i in range(index.nlevels)],
             names=index.names)
     return strip_text(index)
+
+
+def factorize_units(groups: Any, names: Any) -> tuple[np.ndarray, pd.MultiIndex]:
+    """Codes of (group, item) pairs and the distinct pairs, as grouped comparisons' units.
+
+    Parameters
+    ----------
+    groups, names : array-like of the same length
+        The group and the item id of each entry.
+
+    Returns
+    -------
+    codes : (n,) array of int
+        The unit of each entry.
+    units : pandas.MultiIndex
+        Levels :data:`UNIT_LEVELS`, sorted by group and then by item.
+
+    Notes
+    -----
+    The group and the item are numbered separately and combined as integers, never joined
+    into one text: ``("g", "x::y")`` and ``("g::x", "y")`` are two units, whatever
+    separator either id holds.
+    """
+    g_codes, g_ids = factorize_ids(pd.Series(groups, dtype=object), UNIT_LEVELS[0])
+    i_codes, i_ids = factorize_ids(pd.Series(names, dtype=object), UNIT_LEVELS[1])
+    n_names = max(len(i_ids), 1)
+    codes, keys = pd.factorize(g_codes.astype(np.int64) * n_names + i_codes, sort=True)
+    keys = np.asarray(keys, dtype=np.int64)
+    units = pd.MultiIndex(levels=[g_ids, i_ids], codes=[keys // n_names, keys % n_names],
+                          names=list(UNIT_LEVELS))
+    return codes.astype(np.int64, copy=False), units
+
+
+def _unit_key(key: Any, what: str) -> tuple:
+    """The (group, item) pair a key of grouped comparisons names: a pair as given (text
+    parts stripped as ids are), or the text ``group::item`` split at its one separator.
+
+    A text whose separator could sit at two places (``"g::x::y"``, ``"g:::y"``) would name
+    two units, so it is refused with a ``ValueError``, as is any other key.
+    """
+    if isinstance(key, tuple) and len(key) == 2:
+        return tuple(part.strip() if isinstance(part, str) else part for part in key)
+    if isinstance(key, str):
+        at = [i for i in range(len(key) - len(GROUP_SEP) + 1) if key.startswith(GROUP_SEP, i)]
+        if len(at) == 1:
+            return key[:at[0]].strip(), key[at[0] + len(GROUP_SEP):].strip()
+        raise ValueError(
+            f"{what} {key!r} does not name one (group, item) unit: the text form 'group"
+            f"{GROUP_SEP}item' needs {GROUP_SEP!r} at exactly one place; give a (group, item) "
+            "pair (a tuple, or a two-level MultiIndex)")
+    raise ValueError(f"{what} {key!r} names no (group, item) unit of grouped comparisons; give "
+                     "a (group, item) pair (a tuple, or a two-level MultiIndex)")
+
+
+def _unit_positions(units: pd.MultiIndex, keys: list) -> np.ndarray:
+    """Position of each (group, item) key among ``units`` (-1 when absent); each part is
+    matched as :func:`~crowdlearn.core.data.positions_by_value` matches ids, so the group
+    ``17`` of a frame read by pandas is the group ``"17"`` of a file."""
+    if not keys:
+        return np.empty(0, dtype=np.intp)
+    parts = [positions_by_value(units.levels[k], [key[k] for key in keys], f"the {name}s")
+             for k, name in enumerate(UNIT_LEVELS)]
+    n_names = max(len(units.levels[1]), 1)
+    flat = pd.Index(units.codes[0].astype(np.int64) * n_names + units.codes[1])
+    pos = flat.get_indexer(parts[0].astype(np.int64) * n_names + parts[1])
+    pos[(parts[0] < 0) | (parts[1] < 0)] = -1
+    return pos
 
 
 def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int | None) -> None:
@@ -84,12 +155,16 @@ class Comparisons(AnswerTable):
         0 = ``left`` wins, 1 = ``right`` wins, 2 = tie.
     workers, items : pandas.Index
         The ids behind the codes.  An item that is never compared may be listed (it gets the
-        prior in every fit).
+        prior in every fit).  For grouped comparisons (see :meth:`from_frame`) ``items`` is
+        a two-level MultiIndex of (group, item) pairs (:data:`UNIT_LEVELS`), each listed once.
     truth : array of float, optional
         Gold score per item, higher = better; ``NaN`` where unknown.
-    item_group, item_name : array, optional
-        For grouped comparisons (see :meth:`from_frame`): the group and the item id as given
-        of every unit.
+
+    Attributes
+    ----------
+    item_group, item_name : array or None
+        For grouped comparisons, the group and the item id of every unit (the two levels of
+        ``items``); None otherwise.
 
     Notes
     -----
@@ -108,17 +183,17 @@ class Comparisons(AnswerTable):
 
     Groups: when comparisons are made within a context -- a query in a similarity judgment,
     a prompt for model responses -- the same item can rank differently in each context, so
-    the unit is the (group, item) pair.  Its id is the text ``f"{group}::{item}"``
-    (:data:`GROUP_SEP`); ``item_group`` and ``item_name`` keep both parts, and items of
-    different groups are never compared with each other (each group is its own comparison
-    graph, and ranks are given within groups).
+    the unit is the (group, item) pair.  Units are kept as pairs -- ``items`` is a
+    MultiIndex, and so is the index of every fitted score -- never joined into one text, so
+    ids holding any separator cannot make two units one.  Items of different groups are
+    never compared with each other (each group is its own comparison graph, and ranks are
+    given within groups).
     """
 
     ROLES = ("worker", "left", "right", "label")
     OPTIONAL_ROLES = ("group",)
 
-    __slots__ = ("worker", "left", "right", "outcome", "workers", "items", "truth",
-                 "item_group", "item_name", "_cache")
+    __slots__ = ("worker", "left", "right", "outcome", "workers", "items", "truth", "_cache")
 
     def __init__(
         self,
@@ -129,8 +204,6 @@ class Comparisons(AnswerTable):
         workers: pd.Index,
         items: pd.Index,
         truth: np.ndarray | None = None,
-        item_group: np.ndarray | None = None,
-        item_name: np.ndarray | None = None,
     ) -> None:
         worker = np.ascontiguousarray(worker, dtype=np.int32)
         left = np.ascontiguousarray(left, dtype=np.int32)
@@ -145,20 +218,22 @@ class Comparisons(AnswerTable):
             raise ValueError(f"self-comparisons (left == right) at {row_list(left == right)}")
         self.worker, self.left, self.right, self.outcome = worker, left, right, outcome
         self.workers = pd.Index(workers, name="worker")
-        self.items = pd.Index(items, name="item")
+        if isinstance(items, pd.MultiIndex):  # grouped: (group, item) units
+            if items.nlevels != len(UNIT_LEVELS):
+                raise ValueError(f"grouped items must be (group, item) pairs, a MultiIndex of two "
+                                 f"levels; got {items.nlevels}")
+            items = items.set_names(list(UNIT_LEVELS))
+            if not items.is_unique:
+                raise ValueError(f"the unit {items[items.duplicated()][0]!r} is listed more than once")
+            self.items = items
+        else:
+            self.items = pd.Index(items, name="item")
         if truth is not None:
             truth = np.array(truth, dtype=np.float64)
             if truth.shape != (n,):
                 raise ValueError(f"truth must have one entry per item ({n}), got {truth.shape}")
             truth.flags.writeable = False
         self.truth = truth
-        for name, arr in (("item_group", item_group), ("item_name", item_name)):
-            if arr is not None:
-                arr = np.asarray(arr, dtype=object)
-                if arr.shape != (n,):
-                    raise ValueError(f"{name} must have one entry per item ({n})")
-                arr.flags.writeable = False
-            setattr(self, name, arr)
         self._cache: dict[str, Any] = {}
         freeze(self.worker, self.left, self.right, self.outcome)
 
@@ -173,7 +248,28 @@ class Comparisons(AnswerTable):
 
     @property
     def grouped(self) -> bool:
-        return self.item_group is not None
+        return isinstance(self.items, pd.MultiIndex)
+
+    def _level(self, k: int) -> np.ndarray | None:
+        """Level ``k`` of grouped units as a read-only object array (cached); None ungrouped."""
+        if not self.grouped:
+            return None
+        got = self._cache.get(("level", k))
+        if got is None:
+            got = np.asarray(self.items.get_level_values(k), dtype=object)
+            got.flags.writeable = False
+            self._cache[("level", k)] = got
+        return got
+
+    @property
+    def item_group(self) -> np.ndarray | None:
+        """The group of every unit of grouped comparisons (None when ungrouped)."""
+        return self._level(0)
+
+    @property
+    def item_name(self) -> np.ndarray | None:
+        """The item id, as given, of every unit of grouped comparisons (None when ungrouped)."""
+        return self._level(1)
 
     def __len__(self) -> int:
         return self.n_comparisons
@@ -279,8 +375,7 @@ class Comparisons(AnswerTable):
         """The group of every item as an int code (all zeros when ungrouped)."""
         if not self.grouped:
             return np.zeros(self.n_items, dtype=np.int64)
-        codes, _ = pd.factorize(pd.Series(self.item_group), sort=False)
-        return codes.astype(np.int64)
+        return np.asarray(self.items.codes[0], dtype=np.int64)
 
     # ----------------------------------------------------------- constructors
     @classmethod
@@ -306,15 +401,18 @@ class Comparisons(AnswerTable):
             Column names (see the class Notes for what a label may be).
         group : str, optional
             Column of the context the two items are compared in (e.g. ``"query"``).  Units
-            are then (group, item) pairs with ids ``f"{group}::{item}"``.
+            are then (group, item) pairs: ``items`` is a MultiIndex (:data:`UNIT_LEVELS`),
+            ids read as text.
         truth : mapping or Series item -> score, optional
             Gold score per item, higher = better (pass ``-rank`` or ``-group`` for truth
-            where lower is better).  With ``group``, keys are unit ids ``"group::item"`` or
-            ``(group, item)`` tuples (a two-level MultiIndex).  Items outside the table are
-            ignored; missing ones are unknown (NaN).  Keyed by item id: an array or list
-            names no item and is refused.
+            where lower is better).  With ``group``, keys are ``(group, item)`` tuples (a
+            two-level MultiIndex), or the text ``"group::item"`` when ``::``
+            (:data:`GROUP_SEP`) occurs at exactly one place in it; any other key is refused.
+            Items outside the table are ignored; missing ones are unknown (NaN).  Keyed by
+            item id: an array or list names no item and is refused.
         all_items : iterable, optional
-            Items (unit ids) to list even if never compared; they get the prior.
+            Items to list even if never compared; they get the prior.  With ``group``, units
+            named as the keys of ``truth`` are.
         first_line : int, optional
             For a frame read from a file: the file line of its first row; errors then name
             file lines (header = line 1) instead of 0-based row positions.
@@ -357,39 +455,31 @@ class Comparisons(AnswerTable):
                 f"({', '.join(repr(t) for t in SIDE_MARKERS)}), nor a tie "
                 f"({', '.join(repr(t) for t in TIE_MARKERS)}) at {row_list(bad, first_line)}")
 
-        if group is not None:
-            group_t = _text(df[group])
-            left_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), left_t.astype(str))
-            right_ids = np.char.add(np.char.add(group_t.astype(str), GROUP_SEP), right_t.astype(str))
-            left_vals = pd.Series(left_ids.astype(object))
-            right_vals = pd.Series(right_ids.astype(object))
-        elif not numeric:
-            left_vals = df[left].reset_index(drop=True)
-            right_vals = df[right].reset_index(drop=True)
-        if group is None and numeric and left_t.dtype == right_t.dtype:
-            # numpy's concatenation: a plain copy of the integers (pandas checks dtypes first)
-            pool = pd.Series(np.concatenate([left_t, right_t]))
-        else:
-            pool = pd.concat([left_vals, right_vals], ignore_index=True)
-        if all_items is not None:
-            pool = pd.concat([pool, strip_text(pd.Series(list(all_items), dtype=object))],
-                             ignore_index=True)
-        codes, items = factorize_ids(pool, "item")
         n_rows = len(df)
+        if group is not None:
+            # (group, item) units numbered from the two ids apart: joined into one text,
+            # ("g", "x::y") and ("g::x", "y") became the same unit
+            group_t = _text(df[group])
+            groups = [group_t, group_t]
+            names = [_text(df[left]), _text(df[right])]
+            if all_items is not None:
+                extra = [_unit_key(k, "all_items entry") for k in all_items]  # text, as the rows'
+                groups.append(np.array([str(g) for g, _ in extra], dtype=object))
+                names.append(np.array([str(i) for _, i in extra], dtype=object))
+            codes, items = factorize_units(np.concatenate(groups), np.concatenate(names))
+        else:
+            if numeric and left_t.dtype == right_t.dtype:
+                # numpy's concatenation: a plain copy of the integers (pandas checks dtypes first)
+                pool = pd.Series(np.concatenate([left_t, right_t]))
+            else:
+                pool = pd.concat([df[left].reset_index(drop=True), df[right].reset_index(drop=True)],
+                                 ignore_index=True)
+            if all_items is not None:
+                pool = pd.concat([pool, strip_text(pd.Series(list(all_items), dtype=object))],
+                                 ignore_index=True)
+            codes, items = factorize_ids(pool, "item")
         left_codes, right_codes = codes[:n_rows], codes[n_rows:2 * n_rows]
         worker_codes, workers = factorize_ids(df[worker], "worker")
-
-        item_group = item_name = None
-        if group is not None:
-            parts = pd.Series(items.astype(str)).str.split(GROUP_SEP, n=1, regex=False)
-            first_of = pd.Series(np.concatenate([left_t, right_t]).astype(object)).groupby(
-                codes[:2 * n_rows]).first()
-            group_of = pd.Series(np.concatenate([group_t, group_t]).astype(object)).groupby(
-                codes[:2 * n_rows]).first()
-            item_name = np.array(parts.str[1].tolist(), dtype=object)
-            item_group = np.array(parts.str[0].tolist(), dtype=object)
-            item_name[first_of.index.to_numpy()] = first_of.to_numpy()
-            item_group[group_of.index.to_numpy()] = group_of.to_numpy()
 
         truth_arr = None
         if truth is not None:
@@ -401,9 +491,8 @@ class Comparisons(AnswerTable):
             keys = list(_stripped_keys(index))  # ids as the answers'
             if isinstance(getattr(truth, "index", None), pd.MultiIndex) and truth.index.nlevels != 2:
                 raise ValueError("truth with a MultiIndex must have two levels (group, item)")
-            # (group, item) keys become unit ids; other keys are unit ids already
-            keys = [f"{k[0]}{GROUP_SEP}{k[1]}" if group is not None and isinstance(k, tuple)
-                    and len(k) == 2 else k for k in keys]
+            if group is not None:  # each key names one (group, item) unit, or is refused
+                keys = [_unit_key(k, "truth key") for k in keys]
             truth_s = pd.Series(vals, index=pd.Index(keys, tupleize_cols=False), dtype=object)
             values = pd.to_numeric(truth_s, errors="coerce").to_numpy(dtype=float)
             bad_truth = ~np.isfinite(values) & truth_s.notna().to_numpy()
@@ -411,11 +500,13 @@ class Comparisons(AnswerTable):
                 raise ValueError(f"truth for item {truth_s.index[bad_truth][0]!r} is not a "
                                  f"finite number: {truth_s[bad_truth].iloc[0]!r}")
             truth_arr = np.full(len(items), np.nan)
-            pos = positions_by_value(items, truth_s.index, "the compared items")  # 17 is "17"
+            if group is not None:
+                pos = _unit_positions(items, keys)
+            else:
+                pos = positions_by_value(items, truth_s.index, "the compared items")  # 17 is "17"
             ok = pos >= 0
             truth_arr[pos[ok]] = values[ok]
-        return cls(worker_codes, left_codes, right_codes, outcome, workers, items,
-                   truth=truth_arr, item_group=item_group, item_name=item_name)
+        return cls(worker_codes, left_codes, right_codes, outcome, workers, items, truth=truth_arr)
 
     @classmethod
     def from_codes(cls, worker, left, right, outcome, *, n_items=None, n_workers=None,
@@ -430,7 +521,8 @@ class Comparisons(AnswerTable):
     def to_frame(self) -> pd.DataFrame:
         """One row per comparison: ``worker, left, right, label`` (label = the winner's id or
         ``"tie"``), plus ``group`` for grouped comparisons (then ``left``/``right`` are the
-        item ids as given), so ``from_frame(to_frame(), group=...)`` rebuilds the table."""
+        item ids of the units), so ``from_frame(to_frame(), group="group")`` rebuilds the
+        table."""
         if self.grouped:
             names = self.item_name
             left, right = names[self.left], names[self.right]

@@ -112,8 +112,7 @@ def _in_code_order(data: Comparisons) -> Comparisons:
     if np.array_equal(order, np.arange(len(order))):
         return data
     return Comparisons(data.worker[order], data.left[order], data.right[order], data.outcome[order],
-                       data.workers, data.items, truth=data.truth, item_group=data.item_group,
-                       item_name=data.item_name)
+                       data.workers, data.items, truth=data.truth)
 
 
 def _mackay_precision(resid: np.ndarray, info: np.ndarray, lam: float) -> float:

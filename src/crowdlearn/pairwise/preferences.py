@@ -22,7 +22,7 @@ import pandas as pd
 from ..core.base import AnswerEstimator, Tags
 from ..core.data import CrowdLabels, factorize_ids, row_list, strip_frame
 from ..core.params import check_params
-from .data import GROUP_SEP, LEFT, RIGHT, TIE, TIE_MARKERS, Comparisons, check_role_columns
+from .data import LEFT, RIGHT, TIE, TIE_MARKERS, Comparisons, check_role_columns, factorize_units
 from .links import outcome_probs
 
 __all__ = ["Preferences", "PreferenceAggregator", "PREFERENCE_CLASSES"]
@@ -127,23 +127,21 @@ class Preferences:
 
         Built from the codes, not by writing each outcome as a label: a response whose text
         is ``tie`` would otherwise win every pair its annotators called a tie.  Units are
-        ``f"{prompt}::{response}"`` (:data:`~crowdlearn.pairwise.data.GROUP_SEP`), as in
-        :meth:`Comparisons.from_frame`.
+        (prompt, response) pairs, as in :meth:`Comparisons.from_frame` with a group
+        (:func:`~crowdlearn.pairwise.data.factorize_units`): never joined into one text, so
+        the response ``x::y`` of prompt ``g`` stays apart from the response ``y`` of prompt
+        ``g::x``.
         """
         lab = self.labels
         prompt = self.pairs["prompt"].to_numpy(dtype=object)
         names = np.concatenate([self.pairs["response_1"].to_numpy(dtype=object),
                                 self.pairs["response_2"].to_numpy(dtype=object)])
-        groups = np.concatenate([prompt, prompt])
-        units = pd.Series(groups).astype(str) + GROUP_SEP + pd.Series(names).astype(str)
-        codes, items = factorize_ids(units, "item")
-        first = pd.Series(np.arange(len(codes))).groupby(codes).first().to_numpy()
+        codes, items = factorize_units(np.concatenate([prompt, prompt]), names)
         n_pairs = len(self.pairs)
         side_of_class = {"a": LEFT, "b": RIGHT, "tie": TIE}
         outcome = np.array([side_of_class[c] for c in lab.classes], dtype=np.int8)[lab.label]
         return Comparisons(lab.worker, codes[:n_pairs][lab.task], codes[n_pairs:][lab.task],
-                           outcome, lab.workers, items, item_group=groups[first],
-                           item_name=names[first])
+                           outcome, lab.workers, items)
 
 
 class PreferenceAggregator(AnswerEstimator):
@@ -218,9 +216,9 @@ class PreferenceAggregator(AnswerEstimator):
 
             comps = prefs.to_comparisons()
             cbt = CrowdBT(**params).fit(comps)
-            sep = GROUP_SEP
-            ids_1 = prefs.pairs["prompt"] + sep + prefs.pairs["response_1"]
-            ids_2 = prefs.pairs["prompt"] + sep + prefs.pairs["response_2"]
+            # the scores are keyed by (prompt, response) units
+            ids_1 = pd.MultiIndex.from_arrays([prefs.pairs["prompt"], prefs.pairs["response_1"]])
+            ids_2 = pd.MultiIndex.from_arrays([prefs.pairs["prompt"], prefs.pairs["response_2"]])
             d = cbt.scores_.loc[ids_1].to_numpy() - cbt.scores_.loc[ids_2].to_numpy()
             probas, _, _ = outcome_probs(d, float(np.log(cbt.theta_)))
             reliability = cbt.worker_reliability_.reindex(prefs.labels.workers).to_numpy()
