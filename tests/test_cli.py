@@ -366,6 +366,60 @@ def test_aggregate_pairwise_gold_read_as_benchmark_reads_it(tmp_path, capsys):
     assert code == 2 and "names its column 'score'" in err
 
 
+def test_aggregate_pairwise_group_column_groups_as_fit_does(tmp_path, capsys):
+    """A ``group`` column grouped the comparisons of ``fit(frame)`` (and of a dataset
+    folder) but not those of ``aggregate`` unless --col group=group was given: QA's
+    music_similarity_pairs with query renamed group ranked 118 items together.  Now every
+    entry groups by it; --col group= ranks all items together, as a way out."""
+    import crowdlearn as cl
+
+    rows = [("w1", "a", "b", "a", "q1"), ("w2", "a", "b", "a", "q1"), ("w3", "b", "c", "b", "q1"),
+            ("w1", "a", "b", "b", "q2"), ("w2", "a", "b", "b", "q2"), ("w3", "b", "c", "c", "q2")]
+    df = pd.DataFrame(rows, columns=["worker", "left", "right", "label", "group"])
+    folder = tmp_path / "set"
+    folder.mkdir()
+    src = folder / "pairs.csv"
+    df.to_csv(src, index=False)
+    expected = cl.get_method("bt")().fit(df).result_frame()
+    code, out, err = run(["aggregate", str(src), "--method", "bt"], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out), dtype={"group": str, "item": str})
+    assert list(table.columns) == list(expected.columns) == ["group", "item", "score", "rank", "stderr"]
+    assert table[["group", "item", "rank"]].to_numpy().tolist() == \
+        expected[["group", "item", "rank"]].to_numpy().tolist()
+    assert table["score"].to_numpy() == pytest.approx(expected["score"].to_numpy())
+    ranks = table.set_index(["group", "item"])["rank"]
+    assert ranks[("q1", "a")] == 1 and ranks[("q2", "c")] == 1  # each group ranked on its own
+    assert "groups=2" in err and "ranked within the groups of column 'group'" in err
+    # the default columns of a dataset folder read the same units
+    assert list(cl.datasets.load(str(folder)).items) == list(zip(expected["group"], expected["item"]))
+    # --col group= ranks all items together: one row per item
+    code, out, err = run(["aggregate", str(src), "--method", "bt", "--col", "group="], capsys)
+    assert code == 0, err
+    table = pd.read_csv(io.StringIO(out))
+    assert list(table.columns) == ["item", "score", "rank", "stderr"]
+    assert table["item"].tolist() == ["a", "b", "c"] and "groups=" not in err
+
+
+def test_aggregate_grouped_pairwise_gold_names_units(tmp_path, capsys):
+    """Grouped units are (group, item) pairs: gold gives the group column too, or names its
+    items ``group::item`` (as simulate writes grouped truth); gold by item alone named no
+    unit and was scored against nothing, without a word."""
+    src = tmp_path / "pairs.csv"
+    src.write_text("worker,left,right,label,group\nw1,a,b,a,q1\nw2,a,b,a,q1\nw1,a,b,b,q2\n"
+                   "w2,a,b,b,q2\n")
+    gold = tmp_path / "gold.csv"
+    for text in ("item,score,group\na,2,q1\nb,1,q1\na,1,q2\nb,2,q2\n",
+                 "item,score\nq1::a,2\nq1::b,1\nq2::a,1\nq2::b,2\n"):
+        gold.write_text(text)
+        code, _, err = run(["aggregate", str(src), "--gold", str(gold)], capsys)
+        assert code == 0, err
+        assert "gold=4" in err and "kendall_tau = 1.0000" in err, err
+    gold.write_text("item,score\na,2\nb,1\n")
+    code, _, err = run(["aggregate", str(src), "--gold", str(gold)], capsys)
+    assert code == 2 and "grouped by column 'group'; the gold item 'a' names no (group, item) unit" in err
+
+
 def test_aggregate_grouped_pairwise_ids_holding_the_separator(tmp_path, capsys):
     """QA's pg.csv: the item ``x::y`` of group ``g`` and the item ``y`` of group ``g::x``
     both became the unit ``g::x::y`` (3 items out instead of 4, one score for two items).

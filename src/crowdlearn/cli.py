@@ -228,7 +228,7 @@ def _read_answer_gold(args, kind: str, extra: dict):
 
     if kind == "pairwise":
         from .core.io import read_table
-        from .pairwise.data import read_truth, truth_columns
+        from .pairwise.data import GROUP_SEP, read_truth, split_unit_text, truth_columns
 
         columns = list(read_table(args.gold).columns)
         item, value, lower = truth_columns(columns, args.gold)
@@ -238,9 +238,19 @@ def _read_answer_gold(args, kind: str, extra: dict):
             raise UsageError(f"--gold-lower-is-better: {args.gold} names its column {value!r} "
                              "(higher = better); give ranks or groups as task,truth")
         group = extra.get("group")
-        return read_truth(args.gold, item=item, value=value,
-                          group=group if group in columns else None,
-                          lower_is_better=lower)
+        if group is not None and group in columns:
+            return read_truth(args.gold, item=item, value=value, group=group, lower_is_better=lower)
+        truth = read_truth(args.gold, item=item, value=value, lower_is_better=lower)
+        if group is not None:
+            # grouped units are (group, item) pairs: gold without the group column names them
+            # only as the text group::item (how simulate writes grouped planted truth)
+            bad = next((k for k in truth.index if split_unit_text(str(k)) is None), None)
+            if bad is not None:
+                raise UsageError(
+                    f"{args.gold}: the comparisons are grouped by column {group!r}; the gold "
+                    f"{item} {bad!r} names no (group, item) unit: give the gold a {group!r} "
+                    f"column, or name its items 'group{GROUP_SEP}item'")
+        return truth
     gold = _read_gold(args.gold, "task" if kind in ("continuous", "multilabel") else "item")
     return gold.set_axis(strip_text(gold.index))  # values: each table reads its own
 
@@ -492,11 +502,17 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
     roles = {role: colmap.get(role, role) for role in table_cls.ROLES}
     extra = {role: col for role, col in colmap.items()
              if role not in roles and role not in ("task", "worker", "label")}
+    # an optional role given no column (--col group=) is left out: the way to ignore a
+    # column that would fill it by default
+    optional = getattr(table_cls, "OPTIONAL_ROLES", ())
+    extra = {role: col for role, col in extra.items() if col or role not in optional}
     cols = [*roles.values(), *extra.values()]
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         raise UsageError(f"column {dup[0]!r} is given to two roles; each role needs its own column")
     df = _read_answers(args, cols, read or [])
+    if kind == "pairwise" and "group" not in colmap:
+        _default_group(df, cols, extra)
     truth = _read_answer_gold(args, kind, extra) if args.gold else None
     options = {}
     if kind == "multilabel":  # the other kinds refused these flags (_check_kind_flags)
@@ -516,6 +532,20 @@ def _aggregate_answers(args, kind: str, colmap: dict, first_line, read: list | N
         _note_unmatched_gold(args.gold, truth, data.items, "item")
     del df
     return _fit_answers(args, kind, data)
+
+
+def _default_group(df, cols: list, extra: dict) -> None:
+    """A ``group`` column groups comparisons here as in ``fit(frame)`` and dataset folders
+    (:func:`crowdlearn.pairwise.data.default_group`): ``extra`` gains the role, with a note
+    on stderr saying how to rank all items together instead.  Not when another role reads
+    that column (``--col worker=group``)."""
+    from .pairwise.data import default_group
+
+    column = default_group(df.columns)
+    if column is not None and column not in cols:
+        extra["group"] = column
+        print(f"crowdlearn: note: items are ranked within the groups of column {column!r} "
+              "(--col group= ranks all items together)", file=sys.stderr)
 
 
 def _fit_answers(args, kind: str, data) -> int:
@@ -1204,7 +1234,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--kind", default=None,
                    help="classification, continuous, ordinal, multilabel, pairwise or similarity")
     a.add_argument("--col", action="append", metavar="ROLE=COLUMN",
-                   help="column of a role (e.g. left=first, group=query); repeatable")
+                   help="column of a role (e.g. left=first, group=query; a 'group' column groups "
+                        "comparisons unless group= is given); repeatable")
     a.add_argument("--out", help="output .csv/.tsv/.parquet/.jsonl (default: CSV on stdout)")
     a.add_argument("--task-col", default="task")
     a.add_argument("--worker-col", default="worker")

@@ -179,8 +179,9 @@ def load(name: str, kind: str | None = None, with_features: bool = False, root: 
     continuous answers (``labels.csv``) a ``ContinuousAnswers``; similarity answers
     (``similarity.csv``, else ``labels.csv``) a ``SimilarityAnswers``; comparisons
     (``pairs.csv``, else ``labels.csv``; gold ``task,truth`` groups or ranks with 1 = best,
-    or a ``score`` column with higher = better, within its ``query`` column when present) a
-    ``Comparisons``.  The gold's unit column may be ``task`` or ``item``.  Gold, when present, is attached as ``truth``; item features
+    or a ``score`` column with higher = better; grouped by its ``group`` column, as
+    ``fit(frame)`` and ``crowdlearn aggregate`` group them, else by a ``query`` column, the
+    shared data's) a ``Comparisons``.  The gold's unit column may be ``task`` or ``item``.  Gold, when present, is attached as ``truth``; item features
     (``features.npy`` in the order of ``tasks.csv``) as ``features`` with
     ``with_features=True`` (class labels; tasks that have features but no answer are then
     kept, for learning).
@@ -243,8 +244,11 @@ def _load_answers(path: Path, kind: str):
                 "similarity": "similarity.csv (nor labels.csv)"}.get(kind, "labels.csv")
         raise FileNotFoundError(f"{path}: no {what} in this folder")
     if kind == "pairwise":
+        from ..pairwise.data import default_group
+
         frame = read_table(answers, columns=table.ROLES, fmt="csv")
-        group = "query" if "query" in frame.columns else None
+        # a group column as everywhere (default_group), else the shared data's query column
+        group = default_group(frame.columns) or ("query" if "query" in frame.columns else None)
         truth = _folder_truth(path, kind, group)
         with naming_file(answers, path / "truth.csv"):
             return table.from_frame(frame, group=group, truth=truth, first_line=2)

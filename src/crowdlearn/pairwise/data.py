@@ -20,8 +20,9 @@ from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list,
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
-__all__ = ["Comparisons", "as_comparisons", "read_truth", "check_role_columns", "factorize_units", "TIE_MARKERS",
-           "SIDE_MARKERS", "GROUP_SEP", "UNIT_LEVELS", "LEFT", "RIGHT", "TIE"]
+__all__ = ["Comparisons", "as_comparisons", "default_group", "read_truth", "check_role_columns", "factorize_units",
+           "split_unit_text",
+           "TIE_MARKERS", "SIDE_MARKERS", "GROUP_COLUMN", "GROUP_SEP", "UNIT_LEVELS", "LEFT", "RIGHT", "TIE"]
 
 #: outcome codes
 LEFT, RIGHT, TIE = 0, 1, 2
@@ -31,6 +32,8 @@ TIE_MARKERS = ("tie", "draw", "=")
 SIDE_MARKERS = {"left": LEFT, "right": RIGHT}
 #: the levels of the units of grouped comparisons: a (group, item) pair, never one text
 UNIT_LEVELS = ("group", "item")
+#: the column that groups comparisons when no other is named (:func:`default_group`)
+GROUP_COLUMN = "group"
 #: separator of the one-text spelling ``group::item`` of a grouped unit, accepted in truth
 #: keys and ``all_items`` only where it occurs at exactly one place (else it is ambiguous)
 GROUP_SEP = "::"
@@ -53,6 +56,28 @@ def _stripped_keys(index: pd.Index) -> pd.Index:
             [strip_text(pd.Index(index.get_level_values(i), dtype=object)) for i in range(index.nlevels)],
             names=index.names)
     return strip_text(index)
+
+
+def default_group(columns: Iterable[Hashable]) -> str | None:
+    """The group column of comparisons read by their default columns: :data:`GROUP_COLUMN`
+    when the table has it, else None.
+
+    Every role's column is named after the role unless another is given (``worker``,
+    ``left``, ...), and ``group`` is a role of :class:`Comparisons`; so a column ``group``
+    groups the comparisons wherever a table is read by its default columns --
+    ``estimator.fit(frame)`` (:func:`as_comparisons`), ``crowdlearn aggregate`` and dataset
+    folders -- and all three rank the same units.
+
+    Parameters
+    ----------
+    columns : iterable
+        The table's column names.
+
+    Returns
+    -------
+    str or None
+    """
+    return GROUP_COLUMN if GROUP_COLUMN in set(columns) else None
 
 
 def factorize_units(groups: Any, names: Any) -> tuple[np.ndarray, pd.MultiIndex]:
@@ -86,19 +111,36 @@ def factorize_units(groups: Any, names: Any) -> tuple[np.ndarray, pd.MultiIndex]
     return codes.astype(np.int64, copy=False), units
 
 
+def split_unit_text(text: str) -> tuple[str, str] | None:
+    """The (group, item) pair the text ``group::item`` names, or None when it names none.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    tuple of str or None
+        The two parts, stripped as ids are, when :data:`GROUP_SEP` occurs at exactly one
+        place in ``text``; None when it does not occur, or could be split at two places
+        (``"g::x::y"``, ``"g:::y"``: two units could be meant, so neither is guessed).
+    """
+    at = [i for i in range(len(text) - len(GROUP_SEP) + 1) if text.startswith(GROUP_SEP, i)]
+    if len(at) != 1:
+        return None
+    return text[:at[0]].strip(), text[at[0] + len(GROUP_SEP):].strip()
+
+
 def _unit_key(key: Any, what: str) -> tuple:
     """The (group, item) pair a key of grouped comparisons names: a pair as given (text
-    parts stripped as ids are), or the text ``group::item`` split at its one separator.
-
-    A text whose separator could sit at two places (``"g::x::y"``, ``"g:::y"``) would name
-    two units, so it is refused with a ``ValueError``, as is any other key.
-    """
+    parts stripped as ids are), or the text ``group::item`` (:func:`split_unit_text`); any
+    other key is refused with a ``ValueError`` naming it."""
     if isinstance(key, tuple) and len(key) == 2:
         return tuple(part.strip() if isinstance(part, str) else part for part in key)
     if isinstance(key, str):
-        at = [i for i in range(len(key) - len(GROUP_SEP) + 1) if key.startswith(GROUP_SEP, i)]
-        if len(at) == 1:
-            return key[:at[0]].strip(), key[at[0] + len(GROUP_SEP):].strip()
+        pair = split_unit_text(key)
+        if pair is not None:
+            return pair
         raise ValueError(
             f"{what} {key!r} does not name one (group, item) unit: the text form 'group"
             f"{GROUP_SEP}item' needs {GROUP_SEP!r} at exactly one place; give a (group, item) "
@@ -581,9 +623,9 @@ def read_truth(path, item: str = "task", value: str = "truth", group: str | None
 
 def as_comparisons(answers: Any) -> Comparisons:
     """A :class:`Comparisons` from itself or from a DataFrame with the default columns
-    (``worker, left, right, label`` and, when present, ``group``)."""
+    (``worker, left, right, label`` and, when present, ``group``: :func:`default_group`)."""
     if isinstance(answers, Comparisons):
         return answers
     if isinstance(answers, pd.DataFrame):
-        return Comparisons.from_frame(answers, group="group" if "group" in answers.columns else None)
+        return Comparisons.from_frame(answers, group=default_group(answers.columns))
     raise TypeError(f"expected Comparisons or a DataFrame, got {type(answers).__name__}")
