@@ -31,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,9 @@ from crowdlearn.datasets import load as load_folder  # noqa: E402
 from crowdlearn.diagnostics.continuous_metrics import continuous_scores  # noqa: E402
 from crowdlearn.simulate.continuous import continuous_crowd  # noqa: E402
 
-DATA = HERE.parent.parent / "shared" / "data"
+#: the real data sets: $CROWDLEARN_SHARED_DATA, else ../shared/data beside the checkout (as
+#: crowdlearn.datasets looks; a worktree's checkout has no such sibling)
+DATA = Path(os.environ.get("CROWDLEARN_SHARED_DATA") or HERE.parent.parent / "shared" / "data")
 #: methods on answers alone (the end-to-end heads need features: their own table)
 METHODS = [name for name, cls in crowdlearn.methods(kind="continuous").items()
            if not get_tags(cls).requires_features]
