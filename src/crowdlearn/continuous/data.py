@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, show_value, strip_frame, strip_text
+from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
+                         show_value, strip_frame, strip_text)
 from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
@@ -157,7 +158,9 @@ class ContinuousAnswers(AnswerTable):
         ``gold`` is a Series or mapping keyed by task id (``fit(gold=...)``, ``from_frame``
         and ``with_truth`` read it here); an array or list names no task and is refused
         (:func:`~crowdlearn.core.data.keyed_gold`).  Raises ``ValueError`` naming the first
-        task whose gold is not a finite number.
+        task whose gold is not a finite number, or a task given two different values
+        (:func:`~crowdlearn.core.data.refuse_contradicting_gold`; rows repeating one value,
+        ``2`` and ``2.0``, are one gold).
         """
         out = np.full(self.n_tasks, np.nan)
         if gold is None:
@@ -170,6 +173,7 @@ class ContinuousAnswers(AnswerTable):
             first = int(np.argmax(bad))
             raise ValueError(f"gold value {show_value(g.iloc[first])} of task {show_value(g.index[first])} "
                              "is not a finite number")
+        refuse_contradicting_gold(g.index, values, shown=g.to_numpy())  # shown as given
         pos = positions_by_value(self.tasks, g.index, "the answers' tasks")  # 17 is "17"
         ok = pos >= 0
         out[pos[ok]] = values[ok]

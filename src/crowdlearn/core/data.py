@@ -19,8 +19,8 @@ import pandas as pd
 from .answer_table import check_codes, freeze
 
 __all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "ids_like",
-           "keyed_gold", "label_number", "positions_by_value", "row_list", "show_value", "strip_frame",
-           "strip_text", "value_key"]
+           "keyed_gold", "label_number", "positions_by_value", "refuse_contradicting_gold", "row_list",
+           "show_value", "strip_frame", "strip_text", "value_key"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
@@ -429,29 +429,51 @@ def _gold_as_classes(gold: pd.Series, classes: Iterable[Hashable]) -> pd.Series:
     return gold.map(lambda v: spelled.get(v, v)).astype(object)
 
 
-def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.Index) -> None:
-    """Raise ``ValueError`` when one task is given two different gold classes.
+def refuse_contradicting_gold(ids: pd.Index, values: Any, shown: Any = None, unit: str = "task") -> None:
+    """Raise ``ValueError`` when one id is given two different gold values.
+
+    Gold read from a file may list an id twice; keeping either row would silently score the
+    answers against a value the file also contradicts.  Repeated rows that agree are
+    accepted.  Every answer kind's gold goes through here, so the error reads the same.
 
     Parameters
     ----------
-    tasks : Index
-        The gold's task ids, one per gold value (a repeated id is a repeated row).
-    codes : ndarray of int
-        The class code of each gold value.
-    classes : Index
-        The classes the codes index, to name the two golds.
+    ids : Index
+        The gold's ids, one per gold value (a repeated id is a repeated row).
+    values : array-like
+        One hashable value per id, equal exactly when two gold values are the same (class
+        codes, floats, a sorted tuple of tag codes).
+    shown : array-like, optional
+        What the error shows of each value (default ``values`` themselves).
+    unit : str
+        What an id is called in the error (``task`` or ``item``).
+
+    Raises
+    ------
+    ValueError
+        ``gold of task 't1' is given twice: 1.5 and 2.0`` for the first contradicted id.
     """
-    if not tasks.has_duplicates:
+    ids = pd.Index(ids)
+    if not ids.has_duplicates:
         return
-    pairs = pd.DataFrame({"task": pd.factorize(tasks)[0], "code": codes})
-    first = pairs.groupby("task", sort=False)["code"].transform("first").to_numpy()
-    bad = np.flatnonzero(first != codes)
+    values = pd.Series(list(values), dtype=object)
+    # the row where each id first appears
+    first_at = pd.Series(np.arange(len(ids))).groupby(pd.factorize(ids)[0], sort=False).transform("first")
+    first_at = first_at.to_numpy()
+    bad = np.flatnonzero(values.to_numpy()[first_at] != values.to_numpy())
     if len(bad):
         at = bad[0]
+        shown = values.to_numpy() if shown is None else np.asarray(list(shown), dtype=object)
         raise ValueError(
-            f"gold of task {show_value(tasks[at])} is given twice: {show_value(classes[first[at]])} and "
-            f"{show_value(classes[codes[at]])}"
+            f"gold of {unit} {show_value(ids[at])} is given twice: {show_value(shown[first_at[at]])} and "
+            f"{show_value(shown[at])}"
         )
+
+
+def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.Index) -> None:
+    """:func:`refuse_contradicting_gold` of class codes, showing the classes they index."""
+    codes = np.asarray(codes)
+    refuse_contradicting_gold(tasks, codes, classes.take(codes))
 
 
 def _class_sort_key(value: Any) -> tuple:

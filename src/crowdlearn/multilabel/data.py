@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import (CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame,
+from ..core.data import (CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value,
+                         refuse_contradicting_gold, row_list, strip_frame,
                          strip_text, value_key)
 from ..core.tables import column_hint
 
@@ -344,9 +345,12 @@ class MultiLabelAnswers(AnswerTable):
             if np.any(tcodes < 0):
                 raise ValueError(f"true tag {truth_flat[int(np.flatnonzero(tcodes < 0)[0])]!r} is not one "
                                  f"of the tags {list(tag_index)[:10]}")
+            tstart = np.concatenate([[0], np.cumsum(truth_counts)])
+            # a task listed twice must name one tag set ("a|b" and "b|a" are one)
+            refuse_contradicting_gold(truth_s.index, [tuple(sorted(set(tcodes[tstart[i]:tstart[i + 1]])))
+                                                      for i in range(len(truth_s))], shown=truth_s.to_numpy())
             known = np.zeros(len(task_index), dtype=bool)
             per_task = [np.zeros(0, np.int64)] * len(task_index)
-            tstart = np.concatenate([[0], np.cumsum(truth_counts)])
             for i, p in enumerate(pos):
                 if p >= 0:  # truth of tasks nobody answered is ignored, as for class labels
                     known[p] = True

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
+                         strip_frame, strip_text)
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
@@ -541,6 +542,9 @@ class Comparisons(AnswerTable):
             if bad_truth.any():
                 raise ValueError(f"truth for item {truth_s.index[bad_truth][0]!r} is not a "
                                  f"finite number: {truth_s[bad_truth].iloc[0]!r}")
+            given = np.isfinite(values)  # NaN = unknown, as an empty cell
+            refuse_contradicting_gold(truth_s.index[given], values[given], shown=truth_s.to_numpy()[given],
+                                      unit="item")
             truth_arr = np.full(len(items), np.nan)
             if group is not None:
                 pos = _unit_positions(items, keys)
@@ -606,7 +610,9 @@ def read_truth(path, item: str = "task", value: str = "truth", group: str | None
     """Gold scores from a file (``item, value`` and optionally ``group`` columns) as the
     ``truth`` argument of :meth:`Comparisons.from_frame`: higher = better, so with
     ``lower_is_better`` (ranks, or the groups of ``music_similarity_pairs``, where group 1 is
-    the most similar) the values are negated; keyed by ``(group, item)`` when grouped."""
+    the most similar) the values are negated; keyed by ``(group, item)`` when grouped.  An
+    item listed twice with different values is refused
+    (:func:`~crowdlearn.core.data.refuse_contradicting_gold`)."""
     from ..core.tables import read_table
 
     cols = (item, value) + ((group,) if group is not None else ())
@@ -615,9 +621,16 @@ def read_truth(path, item: str = "task", value: str = "truth", group: str | None
     bad = values.isna().to_numpy() & df[value].notna().to_numpy()
     if bad.any():
         raise ValueError(f"{path}: non-numeric {value!r} at {row_list(bad, 2)}")
-    values = -values if lower_is_better else values
     index = (pd.MultiIndex.from_arrays([df[group], df[item]]) if group is not None
              else pd.Index(df[item]))
+    given = values.notna().to_numpy()
+    # checked here too, so that the error shows the file's values, not their negation
+    try:
+        refuse_contradicting_gold(index[given], values.to_numpy()[given], shown=df[value].to_numpy()[given],
+                                  unit="item")
+    except ValueError as err:  # named as the other errors of the file are
+        raise ValueError(f"{path}: {err}") from None
+    values = -values if lower_is_better else values
     return pd.Series(values.to_numpy(dtype=float), index=index, name="truth")
 
 

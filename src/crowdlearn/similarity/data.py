@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import factorize_ids, keyed_gold, positions_by_value, row_list, strip_frame, strip_text
+from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
+                         strip_frame, strip_text)
 from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -265,6 +266,7 @@ class SimilarityAnswers(AnswerTable):
             truth_s = strip_text(truth_s, index=True)  # item ids and cluster names as written
             truth_s = truth_s[truth_s.notna().to_numpy()]
             cluster_codes, _ = factorize_ids(truth_s, "cluster")
+            refuse_contradicting_gold(truth_s.index, cluster_codes, shown=truth_s.to_numpy(), unit="item")
             truth_codes = np.full(len(items), -1, dtype=np.int32)
             pos = positions_by_value(items, truth_s.index, "the answers' items")  # 17 is "17"
             ok = pos >= 0
