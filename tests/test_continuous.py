@@ -234,6 +234,37 @@ def test_lrs_moments_without_a_usable_pair_has_honest_standard_errors():
     assert mae(lrs, data) < mae(Mean().fit(data), data)
 
 
+@pytest.mark.parametrize("name", ["gaussian-em", "catd", "lrs-moments"])
+def test_workers_who_never_meet_give_each_task_its_answers_with_a_warning(name):
+    """No task answered by two workers: a worker model has nothing to be fitted from.
+    Gaussian-EM and lrs-moments gave every task the answers' mean with standard errors of
+    1e-3 and 2e-7, silently.  Every worker model now warns, as the class-label aggregators
+    do, and returns the mean of each task's answers with the standard error of ``mean``."""
+    df = pd.DataFrame({"task": ["a", "b", "c", "c"], "worker": ["u", "v", "w", "w"],
+                       "label": [1.0, 5.0, 2.0, 4.0]})
+    with pytest.warns(UserWarning, match=r"no task has answers from two different workers and "
+                                         r"no gold is given, so worker quality cannot be estimated"):
+        est = cl.get_method(name)().fit(df)
+    plain = Mean().fit(df)
+    np.testing.assert_allclose(est.estimates_, [1.0, 5.0, 3.0])
+    np.testing.assert_allclose(est.stderr_, plain.stderr_)
+    assert (est.stderr_ >= 1.0).all()  # the spread of the answers within tasks, not 1e-3
+    # gold on an answered task teaches gaussian-em and catd the worker; lrs-moments never
+    # reads gold, so its worker model stays unidentified
+    gold = {"a": 1.5}
+    if name == "lrs-moments":
+        with pytest.warns(UserWarning, match="and the method learns nothing from gold"):
+            with_gold = cl.get_method(name)().fit(df, gold=gold)
+        np.testing.assert_allclose(with_gold.estimates_, [1.5, 5.0, 3.0])
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            cl.get_method(name)().fit(df, gold=gold)
+    with warnings.catch_warnings():  # the location estimates lose nothing: no warning
+        warnings.simplefilter("error")
+        Median().fit(df)
+
+
 # ------------------------------------------------------------------ location estimates
 def test_location_estimates_by_hand():
     df = pd.DataFrame({"task": ["a"] * 5 + ["b"] * 2,

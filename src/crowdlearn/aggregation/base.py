@@ -144,10 +144,12 @@ def workers_meet(data: CrowdLabels) -> bool:
 
     Without such a task (and without gold) no worker can be compared with anyone: every
     worker model is unidentified, and its EM only drifts along a ridge of equal likelihood
-    (skills falling while the class prior soaks up the answers' marginal).
+    (skills falling while the class prior soaks up the answers' marginal).  ``data`` may be
+    any answer table sorted by task with ``task_ptr`` offsets and a ``worker`` code array
+    (:class:`~crowdlearn.continuous.data.ContinuousAnswers` too).
     """
     counts = data.labels_per_task()
-    if data.n_labels == 0 or counts.max() < 2:
+    if len(data.worker) == 0 or counts.max() < 2:
         return False
     starts = data.task_ptr[:-1][counts > 0]
     return bool(np.any(np.minimum.reduceat(data.worker, starts)

@@ -19,11 +19,13 @@ the answers' own scale.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from ..aggregation.base import _user_stacklevel, workers_meet
 from ..core.base import AnswerEstimator
 from ..core.params import check_params
 from .data import ContinuousAnswers, as_continuous_answers
@@ -146,9 +148,23 @@ class ContinuousEstimator(AnswerEstimator):
     answers as its estimate and their standard deviation as its standard error (the
     population a task is drawn from), unless the method predicts it from item features; gold tasks are clamped to their value with standard
     error 0 (methods with a worker model also learn from them).
+
+    When no task has answers from two different workers, and no gold on an answered task
+    that the method learns from, a worker model cannot be estimated: nothing compares one
+    worker with another.  A method with a worker model (and no item features) then warns,
+    as the class-label aggregators do, and gives each answered task the mean of its answers
+    with the standard error of :class:`~crowdlearn.continuous.location.Mean` (the answers'
+    spread within tasks, pooled over tasks; with one answer per task, the spread of all
+    answers): the one estimate every such model agrees with, and an error the data can
+    back.  Its model's own answer would come from parameters the data do not determine
+    (Gaussian-EM and LRS-moments gave every task the answers' mean with a standard error
+    near 0).  The worker attributes are those the method reached; they are not identified.
     """
 
     _result_attr = "estimates_"
+    #: whether ``_fit`` learns its worker model from gold values (when it does, gold on an
+    #: answered task identifies the model even when no two workers meet)
+    _learns_from_gold = True
 
     def __crowd_tags__(self):
         return dataclasses.replace(super().__crowd_tags__(), kind="continuous",
@@ -170,6 +186,8 @@ class ContinuousEstimator(AnswerEstimator):
         fitted = self._fit(data, gold_values)
         est = np.array(fitted.estimate, dtype=np.float64)
         se = np.array(fitted.stderr, dtype=np.float64)
+        if self._unidentified(data, gold_values):
+            est, se = self._answers_without_overlap(data, gold_values, est, se)
         if fitted.prior_for_unanswered:
             empty = data.labels_per_task() == 0
             mean, spread = answer_spread(data)
@@ -192,6 +210,36 @@ class ContinuousEstimator(AnswerEstimator):
 
     def _fit(self, data: ContinuousAnswers, gold: np.ndarray) -> ContinuousFit:
         raise NotImplementedError
+
+    def _unidentified(self, data: ContinuousAnswers, gold: np.ndarray) -> bool:
+        """Whether this method's worker model has nothing to be estimated from: no two
+        workers answer one task, and no gold on an answered task is learned from."""
+        tags = self.__crowd_tags__()
+        if not tags.has_worker_model or tags.requires_features or workers_meet(data):
+            return False
+        answered = data.labels_per_task() > 0
+        return not (self._learns_from_gold and np.isfinite(gold[answered]).any())
+
+    def _answers_without_overlap(self, data: ContinuousAnswers, gold: np.ndarray, est: np.ndarray,
+                                 se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Warn, and give each answered task the mean of its answers with ``Mean``'s
+        standard error (class docstring); unanswered tasks keep the method's values."""
+        from .location import Mean  # location imports this module
+
+        has_gold = bool(np.isfinite(gold).any())
+        reason = ("and the method learns nothing from gold" if has_gold and not self._learns_from_gold
+                  else "and no gold is given")
+        warnings.warn(
+            f"{type(self).__name__}: no task has answers from two different workers {reason}, so "
+            "worker quality cannot be estimated; each task's estimate is the mean of its answers "
+            "(as the method 'mean' gives)",
+            UserWarning, stacklevel=_user_stacklevel(),
+        )
+        mean = Mean()._fit(data, gold)
+        answered = data.labels_per_task() > 0
+        est, se = est.copy(), se.copy()
+        est[answered], se[answered] = mean.estimate[answered], mean.stderr[answered]
+        return est, se
 
     def _result_frame(self) -> pd.DataFrame:
         return pd.DataFrame({"task": self.estimates_.index.to_numpy(),

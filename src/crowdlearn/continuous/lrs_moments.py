@@ -215,7 +215,9 @@ class LRSMoments(ContinuousEstimator):
     Gold values are clamped in the result; the moments do not use them.  The steps run on the
     answers standardised by their mean and standard deviation and the results are mapped
     back, so that estimates follow any affine change of units (``a x + b`` gives
-    ``a z + b``, standard errors times ``|a|``).
+    ``a z + b``, standard errors times ``|a|``).  When no two workers ever answer one task
+    the model is not identified: each task gets its answers' mean, as from ``mean``, with a
+    warning (:class:`~crowdlearn.continuous.base.ContinuousEstimator`), gold or not.
 
     Parameters
     ----------
@@ -244,6 +246,9 @@ class LRSMoments(ContinuousEstimator):
         self.noise_prior = noise_prior
         self.max_iter = max_iter
         self.tol = tol
+
+    #: the moments never read the gold (it is only clamped in the result)
+    _learns_from_gold = False
 
     def __crowd_tags__(self):
         return dataclasses.replace(super().__crowd_tags__(), has_worker_model=True)
@@ -319,7 +324,8 @@ class LRSMoments(ContinuousEstimator):
         taken at the size the noise allows rather than at 0, which would give every task
         the answers' mean with a standard error near 0.  Without any pair (no two workers
         ever answer one task) nothing is identified; :math:`\\tau^2` is the answers' whole
-        variance.
+        variance and :class:`~crowdlearn.continuous.base.ContinuousEstimator` returns each
+        task's own answers, with a warning.
         """
         tau2, sig2, n_pairs = exchangeable_moments(data)
         var = float(data.value.var()) if data.n_answers else 0.0  # sigma_x^2, 1 or 0 here
