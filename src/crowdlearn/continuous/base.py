@@ -156,9 +156,8 @@ class ContinuousEstimator(AnswerEstimator):
     with the standard error of :class:`~crowdlearn.continuous.location.Mean` (the answers'
     spread within tasks, pooled over tasks; with one answer per task, the spread of all
     answers): the one estimate every such model agrees with, and an error the data can
-    back.  Its model's own answer would come from parameters the data do not determine
-    (Gaussian-EM and LRS-moments gave every task the answers' mean with a standard error
-    near 0).  The worker attributes are those the method reached; they are not identified.
+    back, where the model's own answer would come from parameters the data do not
+    determine.  The worker attributes are those the method reached; they are not identified.
     """
 
     _result_attr = "estimates_"
@@ -226,9 +225,12 @@ class ContinuousEstimator(AnswerEstimator):
         standard error (class docstring); unanswered tasks keep the method's values."""
         from .location import Mean  # location imports this module
 
-        has_gold = bool(np.isfinite(gold).any())
-        reason = ("and the method learns nothing from gold" if has_gold and not self._learns_from_gold
-                  else "and no gold is given")
+        if not np.isfinite(gold).any():
+            reason = "and no gold is given"
+        elif not self._learns_from_gold:
+            reason = "and the method learns nothing from gold"
+        else:  # gold only on tasks without answers: it meets no worker
+            reason = "and no answered task has gold"
         warnings.warn(
             f"{type(self).__name__}: no task has answers from two different workers {reason}, so "
             "worker quality cannot be estimated; each task's estimate is the mean of its answers "
