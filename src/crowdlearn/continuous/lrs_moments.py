@@ -83,6 +83,40 @@ def exchangeable_moments(data) -> tuple[float, float, float]:
     return tau2, pooled_variance(data, center), n_pairs
 
 
+def _residual_scale(resid: np.ndarray, sampling_sd: np.ndarray) -> float:
+    """The spread that the outlier cut of :func:`rank_one_plus_sparse` is a multiple of.
+
+    The residuals' median absolute deviation, scaled to a normal standard deviation, as
+    long as it measures something: above :math:`\\sqrt{\\epsilon}` (about 1.5e-8) of the
+    residuals' typical sampling standard deviation under the model (Gaussian answers,
+    :math:`\\sqrt{C_{ii} C_{jj} + v_i^2 v_j^2}` for :math:`\\sqrt{\\omega_{ij}}
+    (C_{ij} - v_i v_j)`).  Below that it is rounding: the rank-one model fits a triangle of
+    three workers exactly, and when more than half the entries are fitted so, the median
+    residual is a rounding error, and so would be the cut, which would then set aside
+    entries by the rounding of their residuals, differently in other units of the answers.
+    An exact fit says nothing of the entries' spread, so the model's typical sampling
+    standard deviation stands in for it.
+
+    Parameters
+    ----------
+    resid : array of float
+        The residuals of the entries being fitted.
+    sampling_sd : array of float
+        Each one's sampling standard deviation under the model.
+
+    Returns
+    -------
+    float
+        The scale; 0 without residuals, or when no entry has any spread (workers who
+        always answer their means).
+    """
+    if len(resid) == 0:
+        return 0.0
+    mad = 1.4826 * float(np.median(np.abs(resid)))
+    typical = float(np.median(sampling_sd))
+    return mad if mad > np.sqrt(np.finfo(np.float64).eps) * typical else typical
+
+
 def rank_one_plus_sparse(rows, cols, cov, weight, n, init, diag, max_iter=100, tol=1e-8,
                          threshold=4.0, rounds=3):
     """Fit ``C_ij ~ v_i v_j`` on the given off-diagonal entries, plus a sparse set of outliers.
@@ -92,17 +126,12 @@ def rank_one_plus_sparse(rows, cols, cov, weight, n, init, diag, max_iter=100, t
     (``weight`` = shared tasks, the inverse variance of an entry up to a constant) and
     :math:`\\alpha = 1/2`, halved until the weighted squared error falls (Armijo's rule: the
     sweeps descend, so they converge), for ``rounds`` rounds.  After each, entries whose
-    standardised residual exceeds ``threshold`` times the residuals' scale move to the
-    sparse part and are ignored by the next fit.
+    residual exceeds ``threshold`` times the residuals' scale move to the sparse part and
+    are ignored by the next fit.
 
-    An entry's residual is standardised by its sampling standard deviation under the model
-    (Gaussian answers), :math:`z_{ij} = \\sqrt{\\omega_{ij}} (C_{ij} - v_i v_j) /
-    \\sqrt{C_{ii} C_{jj} + v_i^2 v_j^2}`, and the residuals' scale is their median absolute
-    deviation (scaled to a normal standard deviation) but never below 1, the scale the model
-    gives them.  The floor keeps the cut from reading rounding errors: the rank-one model
-    fits a triangle of three workers exactly, and their residuals (zero up to rounding)
-    could make the median, hence the cut, as small as rounding noise; rounding would then
-    decide which entries are outliers, and rescaling the answers would move the estimates.
+    The residual of an entry is :math:`r_{ij} = \\sqrt{\\omega_{ij}} (C_{ij} - v_i v_j)`
+    and their scale the median absolute deviation, scaled to a normal standard deviation,
+    unless that is rounding (:func:`_residual_scale`).
 
     Parameters
     ----------
@@ -115,7 +144,7 @@ def rank_one_plus_sparse(rows, cols, cov, weight, n, init, diag, max_iter=100, t
     init : array of float, shape (n,)
         The starting ``v``.
     diag : array of float, shape (n,)
-        The workers' variances :math:`C_{ii}`, to standardise the residuals.
+        The workers' variances :math:`C_{ii}`, for the residuals' sampling spread.
     max_iter : int
         Sweeps per round at most.
     tol : float
@@ -143,44 +172,55 @@ def rank_one_plus_sparse(rows, cols, cov, weight, n, init, diag, max_iter=100, t
         cw = np.concatenate([weight * cov, weight * cov])[m]
         w = np.concatenate([weight, weight])[m]
         fitted = np.bincount(r, minlength=n) > 0
-        rows_in, cols_in, w_in, cov_in = rows[inlier], cols[inlier], weight[inlier], cov[inlier]
+        # the weighted squared error sum_e w_e (C_e - v_i v_j)^2 is const - v.num + v^2.den / 2
+        # with num and den as below (each entry counted at both its workers): a sweep gives
+        # the error at the v it is taken at without a pass of its own
+        const = float(np.dot(weight[inlier], cov[inlier] ** 2))
 
-        def loss(u):
-            return float(np.dot(w_in, (cov_in - u[rows_in] * u[cols_in]) ** 2))
+        # the rounding of that sum: near convergence the error's changes sink below it, and
+        # a comparison of rounding errors must not stop the sweeps
+        ulps = np.finfo(np.float64).eps * np.sqrt(len(r) + n + 1.0)
 
-        current = loss(v)
-        for _ in range(int(max_iter)):
-            num = np.bincount(r, weights=cw * v[c], minlength=n)
-            den = np.bincount(r, weights=w * v[c] ** 2, minlength=n)
+        def sweep(u):
+            num = np.bincount(r, weights=cw * u[c], minlength=n)
+            den = np.bincount(r, weights=w * u[c] ** 2, minlength=n)
+            cross, square = float(np.dot(u, num)), 0.5 * float(np.dot(u**2, den))
+            return num, den, const - cross + square, ulps * (const + abs(cross) + square)
+
+        num, den, current, rounding = sweep(v)
+        sweeps = 1
+        while sweeps < int(max_iter):
             best = np.where(fitted & (den > 0), num / np.where(den > 0, den, 1.0), v)
             # the simultaneous (Jacobi) update maps a v off by a factor a to one off by 1/a,
             # so undamped it flips between two scales forever: half the step is taken.  That
             # alone can wander forever too: on a pair of workers with a negative covariance
             # and v of one sign it is Newton's iteration for the square root of a negative
-            # number, which is chaotic, so where v stops (and the estimates) would depend on
-            # rounding.  Each step is a descent direction (the gradient is
-            # -2 den (best - v)), so halving it until the loss falls by a share of the
-            # slope (Armijo's rule) makes every sweep a descent and the sweeps converge.
+            # number, which is chaotic, so where v stopped (and the estimates) depended on
+            # rounding.  The step is a descent direction (the gradient is -2 den (best - v)),
+            # so halving it until the error falls by a share of the slope (Armijo's rule)
+            # makes every sweep a descent, and the sweeps converge.
             direction = best - v
             slope = -2.0 * float(np.dot(den, direction**2))
+            reach = float(np.max(np.abs(direction))) if n else 0.0
             size = max(float(np.max(np.abs(v))), 1e-300) if n else 1.0
-            alpha, step = 0.5, 0.0
-            while alpha * (float(np.max(np.abs(direction))) if n else 0.0) > tol * size:
+            alpha = 0.5
+            while True:
                 trial = v + alpha * direction
-                value = loss(trial)
-                if value <= current + 1e-4 * alpha * slope:
-                    step = alpha * float(np.max(np.abs(direction)))
-                    v, current = trial, value
+                t_num, t_den, value, t_rounding = sweep(trial)
+                sweeps += 1
+                if value <= current + 1e-4 * alpha * slope + rounding + t_rounding:
+                    v, num, den, current, rounding = trial, t_num, t_den, value, t_rounding
                     break
                 alpha *= 0.5
-            if step <= tol * max(float(np.max(np.abs(v))), 1e-300):
+                if alpha * reach <= tol * size or sweeps >= int(max_iter):
+                    alpha = 0.0  # no descent left above the tolerance: v stays
+                    break
+            if not n or alpha * reach <= tol * max(float(np.max(np.abs(v))), 1e-300):
                 break
         fit = v[rows] * v[cols]
-        sd = np.sqrt(diag[rows] * diag[cols] + fit**2)
-        # sd = 0 only for two workers who always answer their means: C = 0, fitted exactly
-        resid = np.divide(np.sqrt(weight) * (cov - fit), sd, out=np.zeros(len(cov)), where=sd > 0)
-        mad = 1.4826 * float(np.median(np.abs(resid[inlier]))) if inlier.any() else 0.0
-        new_inlier = np.abs(resid) <= threshold * max(mad, 1.0)
+        resid = np.sqrt(weight) * (cov - fit)
+        scale = _residual_scale(resid[inlier], np.sqrt(diag[rows] * diag[cols] + fit**2)[inlier])
+        new_inlier = np.abs(resid) <= threshold * scale if scale > 0 else np.ones_like(inlier)
         if np.array_equal(new_inlier, inlier):
             break
         inlier = new_inlier
@@ -196,9 +236,8 @@ class LRSMoments(ContinuousEstimator):
        :math:`C_{ii}`.
     2. :math:`C_{ij} \\approx v_i v_j + S_{ij}` off the diagonal, ``S`` sparse
        (:func:`rank_one_plus_sparse`: an entry is sparse when its residual exceeds
-       ``sparse_threshold`` sampling standard deviations, or robust standard deviations of
-       the residuals when these are larger); the sign of ``v`` makes the answer-weighted
-       mean positive.
+       ``sparse_threshold`` robust standard deviations of the residuals); the sign of ``v``
+       makes the answer-weighted mean positive.
     3. Noise :math:`\\sigma_i^2 = C_{ii} - v_i^2`, floored at 5% of :math:`C_{ii}` and
        shrunk to the median with ``noise_prior`` pseudo-answers.  Workers without a usable
        pair take the median :math:`v`.  When no pair is usable at all, nothing tells the
@@ -224,9 +263,7 @@ class LRSMoments(ContinuousEstimator):
     min_shared : int >= 1
         Shared tasks a pair of workers needs for its covariance to count.
     sparse_threshold : float > 0
-        Standardised residual beyond which a covariance entry goes to the sparse part (in
-        the entries' sampling standard deviations, or the residuals' robust spread when
-        larger).
+        Robust z-score beyond which a covariance entry goes to the sparse part.
     noise_prior : float >= 0
         Pseudo-answers pulling each noise variance to the median one.
     max_iter : int
