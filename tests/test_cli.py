@@ -950,3 +950,31 @@ def test_repeated_answers_are_kept_alike_by_every_entry_point(tmp_path, capsys):
     got = pd.concat(pd.read_parquet(f) for f in sorted(streamed.iterdir())).set_index("task")["p_1"]
     np.testing.assert_allclose(got.loc[p.index].to_numpy(), p.to_numpy(), atol=1e-9)
     capsys.readouterr()
+
+
+def test_a_stray_quote_is_one_line_naming_its_line_on_every_path(tmp_path, capsys, monkeypatch):
+    """One quote opening a label and never closed: `aggregate`, `benchmark` and
+    `CrowdLabels.from_csv` read the 100th line's label as the rest of the file (4,000 answers
+    became 99, exit status 0); the .csv.gz of the same file was refused, naming a record
+    ("row 99") and not the line."""
+    import gzip
+
+    from crowdlearn import CrowdLabels
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    lines = ["task,worker,label"] + [f"t{i // 3},w{i % 7},{i % 2}" for i in range(4_000)]
+    lines[99] = lines[99][:-1] + '"' + lines[99][-1]
+    text = "\n".join(lines) + "\n"
+    Path("d/labels.csv").write_text(text)
+    with gzip.open("d.csv.gz", "wt") as fh:
+        fh.write(text)
+    expected = "line 100: unterminated quote: the value opened by the quote (\") on this line is never closed"
+    for args, name in ((["aggregate", "d/labels.csv", "--method", "mv"], Path("d/labels.csv")),
+                       (["aggregate", "d.csv.gz", "--method", "mv"], Path("d.csv.gz")),
+                       (["benchmark", "d", "--methods", "mv"], Path("d/labels.csv"))):
+        code, out, err = run(args, capsys)
+        assert code == 2 and err.startswith(f"crowdlearn: error: {name}: {expected}"), err
+        assert err.count("\n") == 1 and out == ""
+    with pytest.raises(ValueError, match=r"labels\.csv: line 100: unterminated quote"):
+        CrowdLabels.from_csv("d/labels.csv")

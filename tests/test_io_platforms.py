@@ -170,6 +170,29 @@ def test_mturk_round_trip_cp1252(tmp_path):
     assert comments.label.tolist() == ["I´ve seen cats"]
 
 
+def test_a_stray_quote_in_an_export_names_its_line(tmp_path):
+    """One quote opening an answer and never closed: pyarrow and ``csv`` both read the rest
+    of the export as that answer, without an error (one answer of the first task was kept)."""
+    path = tmp_path / "assignments_from_pool_1.tsv"
+    write_tsv(path, TOLOKA_HEADER + ["ASSIGNMENT:task_id"], toloka_rows())
+    lines = path.read_text().split("\n")
+    lines[2] = lines[2].replace("\tcat\t", '\t"cat\t', 1)
+    path.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match=r"assignments_from_pool_1\.tsv: line 3: unterminated quote: "):
+        read_export(path)
+    # a ragged row too (pyarrow refuses it: Python's csv reads the file)
+    lines[1] += "\textra"
+    path.write_text("\n".join(lines))
+    with pytest.raises(ValueError, match=r"line 3: unterminated quote: "):
+        read_export(path)
+    # closed quoted answers with line breaks, separators and doubled quotes are answers
+    rows = mturk_rows()
+    rows[0]["Answer.comment"] = 'two\r\nlines, and a "quote"'
+    write_csv(tmp_path / "batch.csv", MTURK_HEADER, rows)
+    comments = read_export_frame(tmp_path / "batch.csv", question="Answer.comment").answers
+    assert comments.label.tolist() == ['two\r\nlines, and a "quote"']
+
+
 def test_mturk_one_column_per_radio_option(tmp_path):
     path = tmp_path / "batch.csv"
     options = ("bird", "cat", "dog")

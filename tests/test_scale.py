@@ -7,6 +7,7 @@ buckets) give the in-memory labels, and posteriors within 1e-6 of it.
 
 import logging
 import os
+import re
 import signal
 import threading
 
@@ -193,6 +194,28 @@ def test_stream_and_dask_name_a_file_that_is_not_utf8(tmp_path, client):
         fit_stream(cl.DawidSkene(), src)
     with pytest.raises(ValueError, match=r"a\.csv: not UTF-8 text.*; the dask engine reads UTF-8 only"):
         fit_dask(cl.DawidSkene(), str(src), client=client)
+
+
+def test_stream_and_dask_name_the_line_of_an_unclosed_quote(tmp_path, client):
+    """A quote opening the label of line 100 and never closed: pandas' chunked reader said
+    "Error tokenizing data. C error: EOF inside string starting at row 99", without the
+    file, and counting rows of the chunk or partition, not the file's lines."""
+    src = tmp_path / "a.csv"
+    lines = ["task,worker,label"] + [f"t{i // 3},w{i % 7},{i % 2}" for i in range(4_000)]
+    lines[99] = lines[99][:-1] + '"' + lines[99][-1]
+    src.write_text("\n".join(lines) + "\n")
+    expected = rf"^{re.escape(str(src))}: line 100: unterminated quote: "
+    for chunk in (1_000, 100_000):  # the quote in the first chunk, or in a later one
+        with pytest.raises(ValueError, match=expected):
+            fit_stream(cl.MajorityVote(), src, chunk_answers=chunk)
+    with pytest.raises(ValueError, match=expected):
+        fit_dask(cl.MajorityVote(), str(src), client=client)
+    lines[0], lines[99] = 'task,worker,"label', lines[99].replace('"', "")  # in the header
+    src.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(src))}: line 1: unterminated quote: "):
+        fit_stream(cl.MajorityVote(), src)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(src))}: line 1: unterminated quote: "):
+        fit_dask(cl.MajorityVote(), str(src), client=client)
 
 
 # ---------------------------------------------------------------------- dask

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -159,3 +161,69 @@ def test_import_is_light():
     code = "import sys, crowdlearn; print(int(any(m in sys.modules for m in ('sklearn', 'scipy', 'numba', 'torch'))))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert res.stdout.strip() == "0"
+
+
+def _answers_text(n_rows: int, sep: str = ",") -> list[str]:
+    """The lines of a file of ``n_rows`` answers, header first (no line breaks)."""
+    return [sep.join(["task", "worker", "label"])] + [
+        sep.join([f"t{i // 3}", f"w{i % 7}", str(i % 2)]) for i in range(n_rows)]
+
+
+@pytest.mark.parametrize("name", ["a.csv", "a.tsv", "a.csv.gz"])
+@pytest.mark.parametrize("n_rows, at", [(4_000, 100), (150_000, 101), (150_000, 140_000), (4_000, 4_001)])
+def test_an_unclosed_quote_is_an_error_naming_its_line(tmp_path, name, n_rows, at):
+    """A quote opening the label on line ``at`` and never closed: pyarrow read the rest of
+    the file as that one label (4,000 answers became 99), or, past its first 1 MB block,
+    dropped the rest of the block and kept the other blocks' rows (150,000 became about
+    100,000), without an error; .csv.gz (pandas) refused it naming a record, not the line."""
+    import gzip
+
+    sep = "\t" if ".tsv" in name else ","
+    lines = _answers_text(n_rows, sep)
+    lines[at - 1] = lines[at - 1][:-1] + '"' + lines[at - 1][-1]  # ...,"1 (line `at`, 1-based)
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / name
+    if name.endswith(".gz"):
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: line {at}: unterminated quote: "):
+        read_table(path, columns=["task", "worker", "label"])
+    if not name.endswith(".gz"):  # no line break after the last line (a quote there: at the end)
+        path.write_text(text.rstrip("\n"), encoding="utf-8")
+        with pytest.raises(ValueError, match=rf"line {at}: unterminated quote"):
+            read_table(path)
+
+
+@pytest.mark.parametrize("n_rows", [50, 150_000])
+def test_quoted_values_with_line_breaks_separators_and_quotes_are_read(tmp_path, n_rows):
+    """Closed quoted values (line breaks, commas and doubled quotes inside, a quote inside an
+    unquoted value, blank lines) are read as pandas' C parser reads them, on files of one
+    pyarrow block and of several."""
+    lines = _answers_text(n_rows)
+    lines[10] = 't3,w1,"a\nb, ""c"""'  # one value over two lines
+    lines[20] = '"t6","w6","x,y"'
+    lines[30] = 't9,w2,5"'  # a quote inside a value is a character
+    lines[-1] = lines[-1] + "\n\n"  # blank lines at the end
+    path = tmp_path / "q.csv"
+    path.write_text("\n".join(lines[:40]) + "\n\n" + "\n".join(lines[40:]) + "\n", encoding="utf-8")
+    got = read_table(path, columns=["task", "worker", "label"])
+    ref = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], engine="c")
+    pd.testing.assert_frame_equal(got, ref)
+    assert len(got) == n_rows and got.label[9] == 'a\nb, "c"' and got.label[19] == "x,y"
+    assert got.label[29] == '5"'
+
+
+def test_unclosed_quote_line_reads_pieces_as_the_whole():
+    """The scanner's state goes from one piece of text to the next: a doubled quote or a
+    line break split between two pieces, and CR-only line ends."""
+    from crowdlearn.core.tables import unclosed_quote_line
+
+    cases = [('a,b\n1,"x""y"\n2,"z\n3,4\n', 3), ('a,b\n1,"x""y"\n2,z\n', None), ('a,b\n"1', 2),
+             ('a,b\n1,x"\n2,"q"\n', None), ('a,b\r1,"x\r2,3\r', 2), ('\ufeff"a",b\n1,"2""', 2),
+             ('a,b\r\n1,"x\r\ny"\r\n2,"', 4), ('a,b\n1,""', None), ('a,b\n1,"', 2)]
+    for text, line in cases:
+        for size in (1, 2, 3, len(text)):
+            assert unclosed_quote_line([text[i:i + size] for i in range(0, len(text), size)], ",") == line, (text, size)
+    assert unclosed_quote_line(['a\tb\n1\t"x,\n'], "\t") == 2 and unclosed_quote_line(['a\tb\n1,"x\n'], "\t") is None

@@ -445,7 +445,11 @@ def _aggregate_scaled(args, colmap: dict) -> int:
             if args.scheduler:
                 client = Client(args.scheduler)
             else:
-                cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1)
+                # a task's error (a file pandas cannot parse) comes back to fit_dask, which
+                # names the file, and is printed as one line: the worker's own log of it, a
+                # traceback, is not shown too
+                cluster = LocalCluster(n_workers=args.workers or 2, threads_per_worker=1,
+                                       silence_logs=logging.CRITICAL)
                 client = Client(cluster)
             options["client"] = client
         else:

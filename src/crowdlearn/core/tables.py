@@ -10,7 +10,8 @@ is wrong, so the CLI can print one line instead of a traceback.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["read_table", "write_table", "check_writable", "detect_format", "first_record_line",
-           "require_columns", "column_hint", "naming_file"]
+           "require_columns", "column_hint", "naming_file", "unclosed_quote_line", "unclosed_quote_error",
+           "unclosed_quote_at"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -245,17 +247,25 @@ def _read_delimited(path: Path, sep: str, text: io.StringIO | None = None) -> pd
     the first).
     """
     source = path if text is None else text
-    header = pd.read_csv(source, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
-    names = [name for name in header.iloc[0] if name.strip()]  # unnamed columns are no role's
-    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
-    if twice is not None:
-        raise ValueError(f"{path}: line 1: column {twice!r} appears twice in the header")
-    options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
-    if text is not None:
-        text.seek(0)  # read again from the start, the header included
-        return pd.read_csv(text, **options)
-    fast = _read_delimited_arrow(path, sep)
-    return fast if fast is not None else pd.read_csv(path, **options)
+    try:
+        header = pd.read_csv(source, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False)
+        names = [name for name in header.iloc[0] if name.strip()]  # unnamed columns are no role's
+        twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+        if twice is not None:
+            raise ValueError(f"{path}: line 1: column {twice!r} appears twice in the header")
+        options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+        if text is not None:
+            text.seek(0)  # read again from the start, the header included
+            return pd.read_csv(text, **options)
+        fast = _read_delimited_arrow(path, sep)
+        return fast if fast is not None else pd.read_csv(path, **options)
+    except pd.errors.ParserError as exc:
+        # pandas names the record ("row 99", blank lines and multi-line values counted
+        # otherwise than in an editor) and not the file: name the file line instead
+        located = unclosed_quote_error(exc, path, sep, None if text is None else [text.getvalue()])
+        if located is None:
+            raise
+        raise located from None
 
 
 def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
@@ -268,6 +278,9 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
     renames duplicates and blanks; in a one-column file a line of spaces is a blank line
     to pandas but a value to pyarrow).  Anything pyarrow rejects — a ragged row, bad UTF-8,
     quoting it cannot parse — returns None, so pandas reads the file and its messages apply.
+
+    pyarrow also accepts a quote that is never closed, without an error: the file is
+    returned only when :func:`_may_hold_an_open_quote` finds no room for one.
     """
     if path.suffix.lower() not in _PLAIN_DELIMITED:
         return None
@@ -296,7 +309,7 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
         )
     except (pa.ArrowException, OSError, ValueError):
         return None
-    if table.column_names != header:
+    if table.column_names != header or _may_hold_an_open_quote(table, path, sep):
         return None
     columns = {}
     for name in header:
@@ -305,6 +318,173 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
             col = col.where(col.notna(), np.nan)
         columns[name] = col
     return pd.DataFrame(columns)
+
+
+#: a blank line (its line break, followed by the next): pyarrow and pandas skip them
+_BLANK_LINE = re.compile(rb"\n(?=\r?\n)")
+#: the inside of a quoted value up to its closing quote: no quote but doubled ones
+_QUOTED_BODY = re.compile(r'[^"]*(?:""[^"]*)*')
+#: text outside quoted values and whole quoted values: what comes before the first quote
+#: that opens a value and does not close (one regular expression, not a loop in Python per
+#: value).  A quote opens a value at the start of the text or after a separator ({sep}) or
+#: a line break; elsewhere it is a character of the value, for pandas and pyarrow alike.
+#: A value counts as closed when a character follows its closing quote (at the end of a
+#: chunk the next one may double it); the lookahead and back-reference make its inside
+#: atomic (Python 3.10 has no possessive quantifiers), so that the first quote of a doubled
+#: one is never taken for the closing one
+_OUTSIDE_RUN = (r'(?:[^"]+|(?<![^{sep}\r\n])"(?=([^"]*(?:""[^"]*)*))\1"(?=[^"])'
+                r'|(?<=[^{sep}\r\n])")*')
+#: characters matched by one call of the _OUTSIDE_RUN pattern: the regex engine keeps a
+#: backtracking record per value matched, which would take gigabytes on a large file
+_RUN_WINDOW = 1 << 16
+
+
+def _may_hold_an_open_quote(table, path: Path, sep: str) -> bool:
+    """Whether pyarrow's ``table`` of the file ``path`` may have read past a quote that is
+    never closed, or lost rows to one.
+
+    pyarrow reads an open quote's value to the end of its block without an error: the
+    lines after it become part of one value, or are dropped with it (the rows of the next
+    blocks are kept).  Each line but the header and blank ones is one row, unless a row spans
+    lines; so a file is trusted when it has that many rows and its last line holds no quote
+    (a value opened there ends at the end of the file having taken no line).  Everything
+    else, quoted values with line breaks included, is read again by pandas, which refuses
+    an open quote.  Blank lines are counted within 16 MB blocks (one across two blocks is
+    missed, and that file too is read by pandas).  ``sep`` is the field separator.
+    """
+    breaks = 0
+    tail = b""
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 24), b""):
+            breaks += block.count(b"\n")
+            tail = tail[-(1 << 16):] + block
+    if breaks == 0:
+        return True  # CR line ends (old Mac files), or a header alone
+    lines = breaks + (not tail.endswith(b"\n"))  # the last line may have no line break
+    if table.num_rows != lines - 1 and table.num_rows != lines - 1 - _blank_lines(path):
+        return True  # (blank lines counted only when needed: most files have none)
+    body = tail.rstrip(b"\r\n")  # up to the last line holding anything
+    start = body.rfind(b"\n") + 1
+    if start == 0:
+        return True  # a last line of over 64 KB
+    # the last line starts outside any value (no earlier one spans lines): read it alone
+    return unclosed_quote_line([body[start:].decode("utf-8", errors="replace")], sep) is not None
+
+
+def _blank_lines(path: Path) -> int:
+    """The number of blank lines of a file, those across two 16 MB blocks not counted."""
+    with open(path, "rb") as fh:
+        return sum(sum(1 for _ in _BLANK_LINE.finditer(block)) for block in iter(lambda: fh.read(1 << 24), b""))
+
+
+def unclosed_quote_line(chunks: Iterable[str], sep: str) -> int | None:
+    """The file line on which a quoted value opens that the text never closes.
+
+    A quote opens a value at the start of a field only; inside one, a doubled quote is a
+    quote of the value and a single one closes it, after which the field goes on unquoted
+    to the next separator (pandas' and pyarrow's reading).  A value left open at the end of
+    the text is the one that makes a parser read the rest of the file as one value.
+
+    Parameters
+    ----------
+    chunks : iterable of str
+        The text, in pieces of any size (a file read in blocks: its state is carried from
+        one to the next, so memory does not grow with the file).
+    sep : str
+        The field separator.
+
+    Returns
+    -------
+    int or None
+        The 1-based line (header = line 1) of the quote that opens the unclosed value, or
+        None when every quoted value is closed.
+    """
+    run = re.compile(_OUTSIDE_RUN.format(sep=re.escape(sep)))
+    # lines are counted as an editor does, by LF, or by CR in a file with CRs only; which
+    # one is known at the end, so both are counted (before the chunk, and before the quote)
+    lf = cr = 0
+    opened = None       # (LFs, CRs) before the quote of the open value; None outside a value
+    prev = ""           # outside a value: the character before the chunk (is a quote there a field start?)
+    carry = ""          # inside a value: a quote that ended the previous chunk (closing, or half of "")
+    first = True
+    for chunk in chunks:
+        if first and chunk:
+            chunk, first = chunk.removeprefix("\ufeff"), False
+        text = (carry if opened is not None else prev) + chunk
+        own = len(text) - len(chunk)  # where the chunk's own characters start in text
+        pos, carry = own if opened is None else 0, ""
+        mark = own  # line breaks are counted up to here (from the last quote that opened)
+        while True:
+            if opened is None:
+                end = min(len(text), pos + _RUN_WINDOW)
+                pos = run.match(text, pos, end).end()
+                if pos == end:
+                    if end == len(text):
+                        break  # outside a value at the end of the chunk
+                    continue
+                # a quote opening a value that does not close in the window (or at all)
+                lf, cr, mark = lf + text.count("\n", mark, pos), cr + text.count("\r", mark, pos), pos
+                opened = (lf, cr)
+                pos += 1
+            pos = _QUOTED_BODY.match(text, pos).end()
+            if pos == len(text):
+                break  # still open: the value goes on in the next chunk
+            if pos + 1 == len(text):
+                carry = '"'  # a closing quote, or the first of a doubled one: the next chunk says
+                break
+            opened, pos = None, pos + 1
+        lf, cr = lf + text.count("\n", mark), cr + text.count("\r", mark)
+        prev = text[-1:]
+    if opened is None or carry:  # (a quote at the very end closes the value)
+        return None
+    return 1 + (opened[0] if lf else opened[1])
+
+
+def unclosed_quote_error(exc: Exception, path, sep: str, chunks: Iterable[str] | None = None) -> ValueError | None:
+    """The one-line error of a delimited file with a quoted value that never ends.
+
+    Parameters
+    ----------
+    exc : Exception
+        What the parser raised (pandas' ``ParserError``: "EOF inside string starting at row
+        N", N a record number that is not the file line once a value spans lines).
+    path : path-like
+        The file, named in the message and read (decompressed as pandas reads it) unless
+        ``chunks`` give its text.
+    sep : str
+        The field separator.
+    chunks : iterable of str, optional
+        The file's text (already decoded).
+
+    Returns
+    -------
+    ValueError or None
+        ``"<path>: line N: unterminated quote: ..."`` naming the line of the quote that
+        opens the value, or None when ``exc`` is about something else (or the file cannot
+        be read again to find the line).
+    """
+    if "EOF inside string" not in str(exc):
+        return None
+    try:
+        if chunks is None:
+            from pandas.io.common import get_handle
+
+            with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as handle:
+                line = unclosed_quote_line(iter(lambda: handle.handle.read(1 << 22), ""), sep)
+        else:
+            line = unclosed_quote_line(chunks, sep)
+    except (OSError, ValueError, ImportError, EOFError):
+        return None
+    return None if line is None else unclosed_quote_at(path, line)
+
+
+def unclosed_quote_at(path, line: int) -> ValueError:
+    """The error of a quoted value opened on ``line`` of ``path`` and never closed."""
+    return ValueError(
+        f'{path}: line {line}: unterminated quote: the value opened by the quote (") on this '
+        "line is never closed, so the rest of the file would be read as part of it; close "
+        "the quote, or remove it (a quote inside a quoted value is written twice)"
+    )
 
 
 def check_writable(path: str | Path, table: bool = True) -> None:

@@ -17,6 +17,7 @@ import gzip
 import io
 import json
 import lzma
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn
@@ -266,8 +267,10 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
         seen.add(name)
     fast = _read_arrow(text, sep, header)
     if fast is not None:
-        n_rows, build = fast
+        n_rows, build, parsed = fast
+        _refuse_unclosed_quote(path, text, sep, parsed)
         return Delimited(header, n_rows, build, text, sep, str(path))
+    _refuse_unclosed_quote(path, text, sep)
     try:
         # _keep_row inlined: a function call per row costs as much as parsing it
         rows = [row for row in reader if row and (row[0].strip() or any(c.strip() for c in row))]
@@ -283,9 +286,42 @@ def read_delimited(path: str | Path, sep: str | None = None, encoding: str | Non
     return table
 
 
+#: a blank line (its line break, followed by the next): the parsers skip them
+_BLANK_LINE = re.compile(r"\n(?=\r?\n)")
+
+
+def _refuse_unclosed_quote(path: Path, text: str, sep: str, parsed: int | None = None) -> None:
+    """``ValueError`` naming the line of a quote that opens a value and never closes it.
+
+    Both parsers read such a value to the end of the file without an error (pyarrow, and
+    ``csv`` unless strict, which would refuse values pandas reads): the rest of the file
+    became one answer.  ``parsed``, the rows pyarrow read (blank lines skipped), spares
+    reading the whole file again when it shows that no value spans lines: each line after
+    the header was a row, and only the last line can hold an open quote.
+    """
+    if '"' not in text:
+        return
+    from ..core.tables import unclosed_quote_at, unclosed_quote_line
+
+    breaks = text.count("\n")
+    lines = breaks + (not text.endswith("\n"))
+    if parsed is not None and breaks and parsed in (lines - 1, lines - 1 - len(_BLANK_LINE.findall(text))):
+        end = len(text)
+        while end and text[end - 1] in "\r\n":  # the last line holding anything
+            end -= 1
+        start = text.rfind("\n", 0, end) + 1
+        line = unclosed_quote_line([text[start:end]], sep)
+        line = None if line is None else breaks - text.count("\n", start) + line
+    else:
+        line = unclosed_quote_line([text], sep)
+    if line is not None:
+        raise unclosed_quote_at(path, line)
+
+
 def _read_arrow(text: str, sep: str, header: list[str]):
-    """``(n_rows, column builder)`` parsed by pyarrow, or None (no pyarrow, or a file it
-    refuses: a ragged row, odd quoting -- the ``csv`` path then names the line)."""
+    """``(n_rows, column builder, rows parsed)`` by pyarrow, or None (no pyarrow, or a file
+    it refuses: a ragged row, odd quoting -- the ``csv`` path then names the line).  Rows of
+    empty cells are not among the ``n_rows``; they are among the rows parsed."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -305,6 +341,7 @@ def _read_arrow(text: str, sep: str, header: list[str]):
         )
     except (pa.ArrowException, ValueError):
         return None
+    parsed = table.num_rows
     # rows of empty cells are skipped, as on the csv path (file lines are counted alike)
     first = pc.utf8_trim_whitespace(table.column(0))
     if table.num_rows and pc.any(pc.equal(pc.utf8_length(first), 0)).as_py():
@@ -313,7 +350,7 @@ def _read_arrow(text: str, sep: str, header: list[str]):
             blank = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(table.column(name))), 0)
             empty = blank if empty is None else pc.and_(empty, blank)
         table = table.filter(pc.invert(empty))
-    return table.num_rows, lambda j: pc.utf8_trim_whitespace(table.column(j)).to_numpy(zero_copy_only=False)
+    return table.num_rows, lambda j: pc.utf8_trim_whitespace(table.column(j)).to_numpy(zero_copy_only=False), parsed
 
 
 # --------------------------------------------------------------------- JSON

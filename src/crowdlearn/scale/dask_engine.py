@@ -33,11 +33,11 @@ from typing import Any
 import pandas as pd
 
 from ..core.data import CrowdLabels
-from ..core.tables import column_hint, require_columns
+from ..core.tables import column_hint, require_columns, unclosed_quote_error
 from .coding import Coding, Columns, strip_columns
 from .driver import apply_output, collect_results, fit_program
 from .programs import Round, combine_all
-from .stream import not_utf8
+from .stream import not_utf8, parse_error
 
 __all__ = ["fit_dask", "DaskFitError", "FAN_IN"]
 
@@ -192,11 +192,30 @@ def _as_dask_frame(answers: Any, columns: Columns):
                 header = pd.read_csv(f, sep="\t" if str(f).lower().endswith(".tsv") else ",", nrows=0)
             except pd.errors.EmptyDataError:
                 raise ValueError(f"{f}: the file is empty") from None
+            except pd.errors.ParserError as exc:  # an open quote in the header
+                raise parse_error(f, exc, "\t" if str(f).lower().endswith(".tsv") else ",") from None
             require_columns(header, columns.names, f)
         # text ids stay text, as `crowdlearn aggregate` reads them
         return dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False, na_values=[""],
                            usecols=columns.names)
     raise TypeError(f"answers must be a dask or pandas DataFrame or a path of answer files, got {type(answers).__name__}")
+
+
+def _unparsed(exc: ValueError, answers: Any) -> ValueError:
+    """A CSV/TSV parse error raised by a partition, named by file (and, for a quoted value
+    that never ends, by the line of its quote, found by reading the files again): pandas'
+    message counts the records of the partition, not the lines of a file, and names none."""
+    if isinstance(answers, (str, os.PathLike, list, tuple)):
+        from .stream import answer_files
+
+        files = [f for f in answer_files(answers) if f.suffix.lower() in (".csv", ".tsv")]
+        for f in files:
+            located = unclosed_quote_error(exc, f, "\t" if f.suffix.lower() == ".tsv" else ",")
+            if located is not None:
+                return located
+        if len(files) == 1:
+            return ValueError(f"{files[0]}: {exc}")
+    return ValueError(f"{answers}: {exc}") if isinstance(answers, (str, os.PathLike)) else exc
 
 
 def _located(exc: ValueError, answers: Any, columns: Columns) -> ValueError:
@@ -273,6 +292,8 @@ def fit_dask(estimator, answers: Any, *, client=None, columns: Columns = Columns
                                                       ddf.map_partitions(len).sum())
         except UnicodeDecodeError as exc:
             raise not_utf8(answers, exc, "dask") from None
+        except pd.errors.ParserError as exc:
+            raise _unparsed(exc, answers) from None
     if len(workers) == 0:
         raise ValueError("no crowd answers to aggregate")
     try:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.data import CrowdLabels, factorize_ids, row_list
-from ..core.tables import require_columns
+from ..core.tables import require_columns, unclosed_quote_error
 from ..core.kernels import resolve_n_jobs
 from .coding import Coding, Columns, bucket_of, strip_columns
 from .driver import apply_output, collect_results, fit_program, running_sum
@@ -115,7 +115,7 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
             except UnicodeDecodeError as exc:
                 raise not_utf8(f, exc, "stream") from None
             except ValueError as exc:
-                raise ValueError(f"{f}: {exc}") from None
+                raise parse_error(f, exc, sep) from None
             require_columns(header, columns.names, f)
             try:
                 reader = pd.read_csv(f, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
@@ -128,6 +128,17 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
                         yield f, frame
                 except UnicodeDecodeError as exc:  # found chunks in: too late to decode afresh
                     raise not_utf8(f, exc, "stream") from None
+                except pd.errors.ParserError as exc:
+                    raise parse_error(f, exc, sep) from None
+
+
+def parse_error(path: Path, exc: ValueError, sep: str) -> ValueError:
+    """The one-line error of a CSV/TSV file pandas cannot parse, starting with the file:
+    a quoted value that never ends is named by the line of its quote, as the in-memory
+    reader names it (pandas says "EOF inside string starting at row N", a record number
+    that is not the file line, of the chunk or partition it was reading)."""
+    located = unclosed_quote_error(exc, path, sep)
+    return located if located is not None else ValueError(f"{path}: {exc}")
 
 
 def not_utf8(where: Any, exc: UnicodeDecodeError, engine: str) -> ValueError:
