@@ -273,6 +273,14 @@ def test_one_number_is_one_class_on_every_path(tmp_path, capsys):
     code, _, err = run(["aggregate", str(src), "--method", "mv", "--out", str(out)], capsys)
     assert code == 0 and "2 classes" in err
     assert list(pd.read_csv(out).columns) == ["task", "label", "confidence", "p_0", "p_1"]
+    # the same numbers in JSON Lines: the same classes (they were the floats 0.0 and 1.0)
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text("".join('{"task": "%s", "worker": "%s", "label": %s}\n' % tuple(line.split(","))
+                             for line in src.read_text().splitlines()[1:]))
+    code, _, err = run(["aggregate", str(jsonl), "--method", "mv", "--out", str(out)], capsys)
+    assert code == 0 and "2 classes" in err
+    assert list(pd.read_csv(out).columns) == ["task", "label", "confidence", "p_0", "p_1"]
+    assert CrowdLabels.from_csv(jsonl).classes.tolist() == ["0", "1"]
     # labels that are not all numbers keep their text; distinct numbers stay distinct
     src.write_text("task,worker,label\na,w1,10\na,w2,2\nb,w1,x\nb,w2,007\nc,w1,7\n")
     assert CrowdLabels.from_csv(src).classes.tolist() == ["2", "7", "10", "x"]

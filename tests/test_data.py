@@ -325,3 +325,50 @@ def test_from_csv_errors_name_the_line_of_each_format(tmp_path):
     # the explicit readers agree
     with pytest.raises(ValueError, match="at row position 2$"):
         CrowdLabels.from_parquet(tmp_path / "a.parquet")
+
+
+def test_json_numbers_are_read_as_written_as_csv_cells_are(tmp_path):
+    """JSON Lines numbers went through float64: labels 1, 1.0, 1e0, 2.5, 10 gave the classes
+    1.0, 2.5, 10.0 (the CSV of the same values: 1, 2.5, 10), and task ids 9007199254740993
+    and 9007199254740992 beside a 1.5 became one task, 9007199254740992.0."""
+    import json
+
+    rows = [("9007199254740993", "a", "1"), ("9007199254740992", "a", "1.0"), ("1.5", "a", "1e0"),
+            ("9007199254740993", "b", "2.5"), ("9007199254740992", "b", "10"), ("1.5", "b", "10")]
+    src = tmp_path / "a.csv"
+    src.write_text("task,worker,label\n" + "".join(f"{t},{w},{y}\n" for t, w, y in rows))
+    # the numbers written as JSON numbers (not strings), as the CSV spells them
+    lines = ['{"task": %s, "worker": "%s", "label": %s}' % row for row in rows]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "a.json").write_text("[\n" + ",\n".join(lines) + "\n]\n")
+    ref = CrowdLabels.from_csv(src)
+    assert ref.classes.tolist() == ["1", "2.5", "10"] and ref.n_tasks == 3
+    for name in ("a.jsonl", "a.json"):
+        got = CrowdLabels.from_csv(tmp_path / name)
+        assert got.classes.tolist() == ref.classes.tolist(), name
+        assert got.tasks.tolist() == ref.tasks.tolist() == ["1.5", "9007199254740992", "9007199254740993"]
+        assert got.label.tolist() == ref.label.tolist()
+    # the table holds the text of each number; strings, null and nested values as JSON has them
+    from crowdlearn.core.tables import read_table
+
+    (tmp_path / "b.jsonl").write_text('{"task": "007", "worker": -0.50, "label": [1, "x"]}\n\n'
+                                      '{"task": 7, "worker": true, "label": null}\n')
+    table = read_table(tmp_path / "b.jsonl")
+    assert table["task"].tolist() == ["007", "7"] and table["worker"].tolist() == ["-0.50", True]
+    assert table["label"][0] == ["1", "x"] and pd.isna(table["label"][1])
+    assert json.loads(lines[0])["task"] == 9007199254740993  # (the file is valid JSON)
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"task": 1, "worker": "a", "label": 0}\n\n{"task": 2, "worker": "a" "label": 1}\n',
+     r"b\.jsonl: line 3: not valid JSON: Expecting ',' delimiter \(column 27\)$"),
+    ('{"task": 1, "worker": "a", "label": 0}\n["t", "w", 1]\n', r"b\.jsonl: line 2: not a JSON object"),
+    ('{"task": 1, "worker": "a", "label": 0} {"task": 2}\n', r"b\.jsonl: line 1: not valid JSON: Extra data"),
+    ("\n\n", r"b\.jsonl: the file is empty"),
+])
+def test_json_lines_errors_name_the_line(tmp_path, content, message):
+    """pandas' messages named no line ("cannot parse as jsonl: Unexpected character found
+    when decoding object value")."""
+    (tmp_path / "b.jsonl").write_text(content)
+    with pytest.raises(ValueError, match=message):
+        CrowdLabels.from_csv(tmp_path / "b.jsonl")

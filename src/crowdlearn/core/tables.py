@@ -226,16 +226,74 @@ def _decoded(path: Path) -> io.StringIO:
 
 def _read_json(path: Path) -> pd.DataFrame:
     """JSON Lines, one record a line, or a JSON array of records (what many tools write as
-    ``.json``, and which JSON Lines parsing reads as one column named ``0``)."""
-    from ..io.common import read_head
+    ``.json``).
 
-    if read_head(path, 4096).lstrip("\ufeff \t\r\n").startswith("["):
-        return pd.read_json(_decoded(path), orient="records", dtype=False)
+    Numbers are read as the text they are written as, as in CSV and TSV: labels ``1``,
+    ``1.0`` and ``1e0`` are one class named ``1`` (not the float 1.0), and ids keep every
+    digit (``9007199254740993`` and ``9007199254740992`` were one float64 id when another
+    value of their column was not an integer).  Strings, ``true``/``false``, ``null`` (a
+    missing value), lists and objects are read as JSON reads them.  The file is decompressed
+    as pandas would (by its name) and decoded as CSV files are (a byte-order mark, UTF-8,
+    UTF-16, cp1252).  A line that is not a JSON object raises ``ValueError`` naming it.
+    """
+    import json
+
+    from pandas.io.common import get_handle
+
+    from ..io.common import decode_text
+
+    with get_handle(path, "rb", compression="infer", is_text=False) as handle:
+        text = decode_text(path, handle.handle.read())
+    # numbers as their text; NaN and Infinity too (CSV reads those words as text)
+    options = dict(parse_int=str, parse_float=str, parse_constant=str)
+    if text.lstrip(" \t\r\n").startswith("["):
+        try:
+            records = json.loads(text, **options)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+        return _records_frame(records, path, lambda i: f"record {i} (0-based) of the array")
+    # one call of the C decoder on the lines joined as an array, not one call per line;
+    # the lines are parsed one by one only to name the line of an error, or when the
+    # joined text did not give one value per line (a line holding two values, say)
+    numbers, lines = [], []
+    for number, line in enumerate(text.split("\n"), start=1):  # "\n" only, as JSON Lines
+        if line.strip():
+            numbers.append(number)
+            lines.append(line)
+    if not lines:
+        raise pd.errors.EmptyDataError  # (read_table's "the file is empty")
     try:
-        # utf-8-sig: a byte-order mark (Windows tools write one) is skipped, as in CSV/TSV
-        return pd.read_json(path, lines=True, dtype=False, encoding="utf-8-sig")
-    except UnicodeDecodeError:  # as CSV: the encodings of the platform exports
-        return pd.read_json(_decoded(path), lines=True, dtype=False)
+        records = json.loads("[" + ",".join(lines) + "]", **options)
+    except json.JSONDecodeError:
+        records = None
+    if records is None or len(records) != len(lines):
+        records = []
+        for number, line in zip(numbers, lines):
+            try:
+                records.append(json.loads(line, **options))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {number}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    return _records_frame(records, path, lambda i: f"line {numbers[i]}")
+
+
+def _records_frame(records, path: Path, where) -> pd.DataFrame:
+    """The table of JSON ``records`` (a list of objects, one row each, a column per key);
+    ``where(i)`` names record i in the ``ValueError`` of one that is not an object."""
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: expected JSON Lines or an array of objects, found one {type(records).__name__}")
+    odd = next((i for i, record in enumerate(records) if type(record) is not dict), None)
+    if odd is not None:
+        raise ValueError(f"{path}: {where(odd)}: not a JSON object ({{\"task\": ..., ...}}) but "
+                         f"{_json_kind(records[odd])}")
+    if not records:
+        raise ValueError(f"{path}: no rows")
+    return pd.DataFrame.from_records(records)
+
+
+def _json_kind(value) -> str:
+    """How a JSON value is named in messages (``an array``, ``a string``, ...)."""
+    kinds = {list: "an array", str: "a string or number", bool: "true or false", type(None): "null"}
+    return kinds.get(type(value), "an object")
 
 
 def _read_delimited(path: Path, sep: str, text: io.StringIO | None = None) -> pd.DataFrame:

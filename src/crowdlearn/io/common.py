@@ -31,6 +31,7 @@ __all__ = [
     "Delimited",
     "fail",
     "read_text",
+    "decode_text",
     "read_head",
     "read_delimited",
     "read_json",
@@ -104,6 +105,12 @@ def _decode(path: Path, data: bytes, encoding: str | None, errors: str = "strict
         except UnicodeDecodeError:
             continue
     return data.decode("latin-1")
+
+
+def decode_text(path: str | Path, data: bytes, encoding: str | None = None) -> str:
+    """The bytes ``data`` read from ``path`` as text, decoded as :func:`read_text` decodes a
+    file (``path`` names it in errors)."""
+    return _decode(Path(path), data, encoding)
 
 
 def read_text(path: str | Path, encoding: str | None = None) -> str:
