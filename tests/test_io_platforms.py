@@ -116,6 +116,15 @@ def test_toloka_task_id_and_joined_inputs(tmp_path):
     assert_same(got, long_csv(tmp_path, gold={}, tasks={t: f'["{t}.jpg","left"]' for t in "t1 t2 t3 t4".split()}))
 
 
+def test_toloka_export_in_utf16_without_a_byte_order_mark(tmp_path):
+    """Read as UTF-8 (its NUL bytes are valid UTF-8), it was "not a recognised export"."""
+    path = tmp_path / "results.tsv"
+    write_tsv(path, TOLOKA_HEADER + ["ASSIGNMENT:task_id"], toloka_rows())
+    path.write_bytes(path.read_text(encoding="utf-8").encode("utf-16-le"))
+    assert detect_export_format(path) == "toloka"
+    assert_same(read_export(path), long_csv(tmp_path))
+
+
 def test_toloka_several_outputs_need_a_question(tmp_path):
     path = tmp_path / "results.tsv"
     header = ["INPUT:image", "OUTPUT:result", "OUTPUT:comment", "ASSIGNMENT:worker_id"]

@@ -144,6 +144,47 @@ def test_answers_not_in_utf8_are_read_as_exports_are(tmp_path, capsys):
         assert pd.read_csv(out)["task"].tolist() == ["café", "naïve", "t3"]
 
 
+def test_utf16_without_a_byte_order_mark_is_read(tmp_path, capsys):
+    """UTF-16 without a byte-order mark is valid UTF-8 (ASCII and NUL bytes): it was read as
+    UTF-8, and refused as "missing column(s) ['task', 'worker', 'label']; the file has columns
+    ['t\\x00a\\x00s\\x00k\\x00', ...]"; little- and big-endian are now told by their NUL
+    bytes, for answers in every text format and for gold."""
+    import gzip
+
+    frame = pd.DataFrame({"task": ["café", "café", "一", "一", "t3"], "worker": ["a", "b", "a", "b", "a"],
+                          "label": ["oui", "oui", "non", "oui", "non"]})
+    gold = tmp_path / "truth.csv"
+    for codec in ("utf-16-le", "utf-16-be"):
+        gold.write_bytes("task,truth\ncafé,oui\n".encode(codec))
+        files = {"a.csv": frame.to_csv(index=False).encode(codec),
+                 "a.tsv": frame.to_csv(index=False, sep="\t").encode(codec),
+                 "a.csv.gz": gzip.compress(frame.to_csv(index=False).encode(codec)),
+                 "a.jsonl": frame.to_json(orient="records", lines=True, force_ascii=False).encode(codec)}
+        for name, data in files.items():
+            src = tmp_path / name
+            src.write_bytes(data)
+            assert CrowdLabels.from_csv(src).tasks.tolist() == ["café", "t3", "一"], (codec, name)
+            out = tmp_path / "out.csv"
+            assert main(["aggregate", str(src), "--method", "mv", "--gold", str(gold), "--out", str(out)]) == 0
+            assert "accuracy on 1 gold tasks = 1.0000" in capsys.readouterr().err
+            assert pd.read_csv(out)["task"].tolist() == ["café", "t3", "一"]
+
+
+def test_utf16_is_told_by_its_nul_bytes_only():
+    """Text in other encodings, with a stray NUL byte or characters of every width, is not
+    taken for UTF-16; UTF-16 of mostly non-ASCII text (a NUL in a character's other byte,
+    U+4E00 is 00 4E) is."""
+    from crowdlearn.io.common import utf16_without_bom
+
+    text = "task,worker,label\n" + "".join(f"一{i},工{i % 3},是\n" for i in range(50))
+    assert utf16_without_bom(text.encode("utf-16-le")) == "utf-16-le"
+    assert utf16_without_bom(text.encode("utf-16-be")) == "utf-16-be"
+    assert utf16_without_bom(("task,label\n" + "x" * 5000).encode("utf-16-le")[:4097]) == "utf-16-le"
+    for data in (text.encode("utf-8"), "café,x\n".encode("cp1252"), b"task,worker,label\n1,a,x\x00\n",
+                 b"", b"a", bytes(range(256)) * 4):
+        assert utf16_without_bom(data) is None, data[:20]
+
+
 def test_a_json_array_of_records_is_read(tmp_path, capsys):
     """A ``.json`` file holding one JSON array of records (pandas' ``to_json(orient="records")``,
     many tools' export) was parsed as JSON Lines: "missing column(s) ['task', 'worker',

@@ -218,6 +218,19 @@ def test_stream_and_dask_name_the_line_of_an_unclosed_quote(tmp_path, client):
         fit_dask(cl.MajorityVote(), str(src), client=client)
 
 
+def test_stream_and_dask_say_a_file_is_utf16_without_a_byte_order_mark(tmp_path, client):
+    """pandas reads such a file as UTF-8 (its NUL bytes are valid UTF-8): the engines said
+    "missing column(s) ['task', 'worker', 'label']; the file has columns ['t\\x00a\\x00s\\x00k\\x00', ...]"."""
+    src = tmp_path / "a.csv"
+    src.write_bytes("task,worker,label\n1,a,x\n1,b,y\n2,a,x\n".encode("utf-16-le"))
+    assert cl.CrowdLabels.from_csv(src).n_labels == 3
+    expected = r"a\.csv: not UTF-8 text \(UTF-16 without a byte-order mark\); the {} engine reads UTF-8 only"
+    with pytest.raises(ValueError, match=expected.format("stream")):
+        fit_stream(cl.DawidSkene(), src)
+    with pytest.raises(ValueError, match=expected.format("dask")):
+        fit_dask(cl.DawidSkene(), str(src), client=client)
+
+
 # ---------------------------------------------------------------------- dask
 @pytest.mark.parametrize("name", SETS)
 def test_dask_matches_the_in_memory_fit(name, client):

@@ -151,12 +151,18 @@ def read_table(
         _refuse_unnamed_compression(path)
     try:
         if fmt in ("csv", "tsv"):
+            from ..io.common import sniff_utf16
+
+            sep = "," if fmt == "csv" else "\t"
             try:
-                df = _read_delimited(path, sep="," if fmt == "csv" else "\t")
-            except UnicodeDecodeError:
-                # not UTF-8: decoded as the platform exports are (a UTF-16 byte-order mark,
-                # else cp1252, what Excel writes on Windows, else latin-1), not refused
-                df = _read_delimited(path, sep="," if fmt == "csv" else "\t", text=_decoded(path))
+                # UTF-16 without a byte-order mark is valid UTF-8 (NUL bytes): told first
+                if sniff_utf16(path):
+                    raise UnicodeError
+                df = _read_delimited(path, sep=sep)
+            except UnicodeError:
+                # not UTF-8: decoded as the platform exports are (UTF-16 with or without a
+                # byte-order mark, else cp1252, what Excel writes on Windows, else latin-1)
+                df = _read_delimited(path, sep=sep, text=_decoded(path))
         elif fmt == "parquet":
             try:
                 df = pd.read_parquet(path)
@@ -217,8 +223,8 @@ def _refuse_unnamed_compression(path: Path) -> None:
 
 def _decoded(path: Path) -> io.StringIO:
     """The text of a file that is not UTF-8, decoded by
-    :func:`crowdlearn.io.common.read_text` (byte-order mark, cp1252, latin-1; decompressed),
-    for pandas to parse from memory."""
+    :func:`crowdlearn.io.common.read_text` (byte-order mark, UTF-16, cp1252, latin-1;
+    decompressed), for pandas to parse from memory."""
     from ..io.common import read_text
 
     return io.StringIO(read_text(path))

@@ -32,6 +32,8 @@ __all__ = [
     "fail",
     "read_text",
     "decode_text",
+    "utf16_without_bom",
+    "sniff_utf16",
     "read_head",
     "read_delimited",
     "read_json",
@@ -99,12 +101,59 @@ def _decode(path: Path, data: bytes, encoding: str | None, errors: str = "strict
         return data[3:].decode("utf-8", errors=errors)
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16", errors=errors)
+    codec = utf16_without_bom(data)
+    if codec is not None:
+        return data.decode(codec, errors=errors)
     for guess in ("utf-8", "cp1252"):
         try:
             return data.decode(guess)
         except UnicodeDecodeError:
             continue
     return data.decode("latin-1")
+
+
+def utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"`` or ``"utf-16-be"`` when ``data``, the first bytes of a file, is UTF-16
+    text without a byte-order mark; else None.
+
+    Such text is valid UTF-8 (ASCII characters and NUL bytes), so it cannot be told by a
+    decoding error: the header's names read as ``t\x00a\x00s\x00k\x00``.  It is told by its
+    NUL bytes instead: in UTF-16 every ASCII character (the header's, the separators, line
+    breaks, digits) has one, the second byte of the character in little-endian order and the
+    first in big-endian, while UTF-8, cp1252 and latin-1 text holds none.  Hence: NUL bytes
+    in at least a quarter of the characters, at least twice as many on one side as on the
+    other (some other characters have one on the other side: U+4E00 is ``00 4E`` in
+    little-endian order), and the first 4 KB decoding as that UTF-16.
+    """
+    sample = data[:4096]
+    sample = sample[:len(sample) - len(sample) % 2]
+    if len(sample) < 2 or 0 not in sample:
+        return None
+    low, high = sample[0::2].count(0), sample[1::2].count(0)  # NULs first / second in a pair
+    if (low + high) * 4 < len(sample) // 2:
+        return None
+    if high > 2 * low:
+        codec = "utf-16-le"
+    elif low > 2 * high:
+        codec = "utf-16-be"
+    else:
+        return None
+    for cut in (sample, sample[:-2]):  # the 4 KB may end inside a surrogate pair
+        try:
+            cut.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        return codec
+    return None
+
+
+def sniff_utf16(path: str | Path) -> str | None:
+    """:func:`utf16_without_bom` of a file's first bytes (decompressed by its name), None
+    for one that cannot be read (the reader then says why)."""
+    try:
+        return utf16_without_bom(_read_bytes(Path(path), 4096))
+    except (OSError, ValueError):
+        return None
 
 
 def decode_text(path: str | Path, data: bytes, encoding: str | None = None) -> str:
@@ -116,9 +165,10 @@ def decode_text(path: str | Path, data: bytes, encoding: str | None = None) -> s
 def read_text(path: str | Path, encoding: str | None = None) -> str:
     """The whole file as text, its encoding detected unless given.
 
-    Order of guesses: a byte-order mark (UTF-8, UTF-16), then strict UTF-8, then cp1252
-    (Windows "ANSI", what Excel and MTurk's older batch files are written in), then
-    latin-1, which decodes any byte.  ``.gz``, ``.bz2`` and ``.xz`` files are decompressed.
+    Order of guesses: a byte-order mark (UTF-8, UTF-16), then UTF-16 without one (told by
+    its NUL bytes, :func:`utf16_without_bom`), then strict UTF-8, then cp1252 (Windows
+    "ANSI", what Excel and MTurk's older batch files are written in), then latin-1, which
+    decodes any byte.  ``.gz``, ``.bz2`` and ``.xz`` files are decompressed.
     """
     path = Path(path)
     return _decode(path, _read_bytes(path), encoding)
@@ -130,7 +180,8 @@ def read_head(path: str | Path, size: int = 1 << 16, encoding: str | None = None
     path = Path(path)
     data = _read_bytes(path, size)
     try:
-        return _decode(path, data, encoding)
+        # (replaced: a UTF-16 character cut at the end, which strict decoding refuses)
+        return _decode(path, data, encoding, errors="replace")
     except ValueError:
         return data.decode(encoding or "utf-8", errors="replace")
 

@@ -37,7 +37,7 @@ from ..core.tables import column_hint, require_columns, unclosed_quote_error
 from .coding import Coding, Columns, strip_columns
 from .driver import apply_output, collect_results, fit_program
 from .programs import Round, combine_all
-from .stream import not_utf8, parse_error
+from .stream import not_utf8, parse_error, refuse_utf16
 
 __all__ = ["fit_dask", "DaskFitError", "FAN_IN"]
 
@@ -188,6 +188,7 @@ def _as_dask_frame(answers: Any, columns: Columns):
         # message of its own that names neither file nor column: read every header first, as
         # the stream engine does, so that a missing column is named with its file
         for f in files:
+            refuse_utf16(f, "dask")
             try:
                 header = pd.read_csv(f, sep="\t" if str(f).lower().endswith(".tsv") else ",", nrows=0)
             except pd.errors.EmptyDataError:

@@ -108,6 +108,7 @@ def _raw_chunks(files: list[Path], columns: Columns, chunk_answers: int) -> Iter
                 yield f, frame
         else:
             sep = "\t" if f.suffix.lower() == ".tsv" else ","
+            refuse_utf16(f, "stream")
             try:  # the header first: a missing column is named as the in-memory reader does
                 header = pd.read_csv(f, sep=sep, nrows=0)
             except pd.errors.EmptyDataError:
@@ -141,14 +142,27 @@ def parse_error(path: Path, exc: ValueError, sep: str) -> ValueError:
     return located if located is not None else ValueError(f"{path}: {exc}")
 
 
-def not_utf8(where: Any, exc: UnicodeDecodeError, engine: str) -> ValueError:
+def not_utf8(where: Any, exc: UnicodeDecodeError | None, engine: str) -> ValueError:
     """The error of CSV/TSV answers that are not UTF-8, for the ``engine`` (stream, dask)
     that read them: the in-memory reader guesses the encoding from the whole file, which a
-    read in chunks or partitions cannot do."""
-    # an error raised on a Dask worker comes back without the bytes it was decoding
-    byte = f" (byte 0x{exc.object[exc.start]:02x})" if isinstance(exc.object, bytes) else ""
-    return ValueError(f"{where}: not UTF-8 text{byte}; the {engine} engine reads UTF-8 only: save "
+    read in chunks or partitions cannot do.  ``exc`` None: UTF-16 without a byte-order mark
+    (:func:`refuse_utf16`), which UTF-8 decoding does not refuse."""
+    if exc is None:
+        found = " (UTF-16 without a byte-order mark)"
+    else:  # an error raised on a Dask worker comes back without the bytes it was decoding
+        found = f" (byte 0x{exc.object[exc.start]:02x})" if isinstance(exc.object, bytes) else ""
+    return ValueError(f"{where}: not UTF-8 text{found}; the {engine} engine reads UTF-8 only: save "
                       "the file as UTF-8, or aggregate it without --engine")
+
+
+def refuse_utf16(path: Path, engine: str) -> None:
+    """Raise :func:`not_utf8`'s error for a file of UTF-16 text without a byte-order mark:
+    pandas reads it as UTF-8 (its NUL bytes are valid UTF-8), and its header's names as
+    ``t\x00a\x00s\x00k\x00``, which only said that the columns were missing."""
+    from ..io.common import sniff_utf16
+
+    if sniff_utf16(path):
+        raise not_utf8(path, None, engine)
 
 
 def write_frame(frame: pd.DataFrame, path: str | os.PathLike) -> None:
