@@ -218,7 +218,7 @@ def test_quoted_values_with_line_breaks_separators_and_quotes_are_read(tmp_path,
 def test_unclosed_quote_line_reads_pieces_as_the_whole():
     """The scanner's state goes from one piece of text to the next: a doubled quote or a
     line break split between two pieces, and CR-only line ends."""
-    from crowdlearn.core.tables import unclosed_quote_line
+    from crowdlearn.core.quotes import unclosed_quote_line
 
     cases = [('a,b\n1,"x""y"\n2,"z\n3,4\n', 3), ('a,b\n1,"x""y"\n2,z\n', None), ('a,b\n"1', 2),
              ('a,b\n1,x"\n2,"q"\n', None), ('a,b\r1,"x\r2,3\r', 2), ('\ufeff"a",b\n1,"2""', 2),

@@ -36,7 +36,7 @@ from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 
 __all__ = ["BaseAggregator", "ConfusionAggregator", "GoldCodes", "argmax_random_ties", "confusion_frame",
-           "normalize_rows", "align_to_fit", "label_aggregator", "SEALED"]
+           "normalize_rows", "align_to_fit", "label_aggregator", "user_stacklevel", "workers_meet", "SEALED"]
 
 #: names of BaseAggregator's public methods and helpers that subclasses may not redefine
 SEALED = frozenset({
@@ -156,7 +156,7 @@ def workers_meet(data: CrowdLabels) -> bool:
                        != np.maximum.reduceat(data.worker, starts)))
 
 
-def _user_stacklevel() -> int:
+def user_stacklevel() -> int:
     """``stacklevel`` that makes a warning point at the first caller outside crowdlearn.
 
     A fit reaches its warnings through one to three of the package's own frames (mixins,
@@ -189,7 +189,7 @@ def _answers_without_overlap(data: CrowdLabels, proba: np.ndarray, name: str, wa
         warnings.warn(
             f"{name}: no task has answers from two different workers and no gold is given, so "
             "worker quality cannot be estimated; each task's posterior is its answers' vote shares",
-            UserWarning, stacklevel=_user_stacklevel(),
+            UserWarning, stacklevel=user_stacklevel(),
         )
     answered = data.labels_per_task() > 0
     out = proba.copy()
@@ -238,7 +238,7 @@ def _warn_if_collapsed(data: CrowdLabels, codes: np.ndarray, gold: np.ndarray | 
             f"majority vote gives to {vote_share:.0%} of them: either that class is that frequent, "
             "or the fit collapsed onto one class (too few answers per task and per worker to "
             "identify its worker model); compare with 'mv'",
-            CollapseWarning, stacklevel=_user_stacklevel(),
+            CollapseWarning, stacklevel=user_stacklevel(),
         )
 
 

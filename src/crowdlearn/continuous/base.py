@@ -25,13 +25,13 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..aggregation.base import _user_stacklevel, workers_meet
+from ..aggregation.base import user_stacklevel, workers_meet
 from ..core.base import AnswerEstimator
 from ..core.params import check_params
 from .data import ContinuousAnswers, as_continuous_answers
 
 __all__ = ["ContinuousEstimator", "ContinuousFit", "task_sums", "worker_sums", "answer_spread",
-           "pooled_variance", "shrunk_task_variance", "fix_gauge"]
+           "pooled_variance", "shrunk_task_variance", "task_means", "fix_gauge"]
 
 #: pseudo-count of answers with the pooled within-task variance added to each task's own
 #: squared deviations (the standard errors of one-answer tasks stay finite and non-zero)
@@ -100,6 +100,16 @@ def shrunk_task_variance(data: ContinuousAnswers, center: np.ndarray, sq_dev: np
     n_t = data.labels_per_task()
     s2 = pooled_variance(data, center)
     return (ss + pseudo * s2) / (np.maximum(n_t - 1, 0) + pseudo)
+
+
+
+def task_means(data: ContinuousAnswers) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's mean answer and its standard error ``sqrt(s~_t^2 / n_t)``, with ``s~_t^2``
+    the task's answer variance shrunk to the pooled one (:func:`shrunk_task_variance`): the
+    estimate of the method ``mean``, and the fallback of the worker models."""
+    n_t = task_sums(data)
+    est = task_sums(data, data.value) / np.maximum(n_t, 1)
+    return est, np.sqrt(shrunk_task_variance(data, est) / np.maximum(n_t, 1))
 
 
 def fix_gauge(scale: np.ndarray, offset: np.ndarray, center: float, scale_weights: np.ndarray,
@@ -223,8 +233,6 @@ class ContinuousEstimator(AnswerEstimator):
                                  se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Warn, and give each answered task the mean of its answers with ``Mean``'s
         standard error (class docstring); unanswered tasks keep the method's values."""
-        from .location import Mean  # location imports this module
-
         if not np.isfinite(gold).any():
             reason = "and no gold is given"
         elif not self._learns_from_gold:
@@ -235,12 +243,12 @@ class ContinuousEstimator(AnswerEstimator):
             f"{type(self).__name__}: no task has answers from two different workers {reason}, so "
             "worker quality cannot be estimated; each task's estimate is the mean of its answers "
             "(as the method 'mean' gives)",
-            UserWarning, stacklevel=_user_stacklevel(),
+            UserWarning, stacklevel=user_stacklevel(),
         )
-        mean = Mean()._fit(data, gold)
+        mean, mean_se = task_means(data)
         answered = data.labels_per_task() > 0
         est, se = est.copy(), se.copy()
-        est[answered], se[answered] = mean.estimate[answered], mean.stderr[answered]
+        est[answered], se[answered] = mean[answered], mean_se[answered]
         return est, se
 
     def _result_frame(self) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import ContinuousEstimator, ContinuousFit, shrunk_task_variance, task_sums
+from .base import ContinuousEstimator, ContinuousFit, shrunk_task_variance, task_means, task_sums
 from .data import ContinuousAnswers
 
 __all__ = ["Mean", "Median", "TrimmedMean", "sorted_within_tasks"]
@@ -46,10 +46,8 @@ class Mean(ContinuousEstimator):
         self.random_state = random_state
 
     def _fit(self, data, gold):
-        n_t = task_sums(data)
-        est = task_sums(data, data.value) / np.maximum(n_t, 1)
-        var = shrunk_task_variance(data, est)
-        return ContinuousFit(est, np.sqrt(var / np.maximum(n_t, 1)), n_iter=1)
+        est, se = task_means(data)
+        return ContinuousFit(est, se, n_iter=1)
 
 
 class Median(ContinuousEstimator):

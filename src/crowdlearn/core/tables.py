@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .quotes import unclosed_quote_at, unclosed_quote_line
+
 __all__ = ["read_table", "write_table", "check_writable", "detect_format", "first_record_line",
-           "require_columns", "column_hint", "naming_file", "unclosed_quote_line", "unclosed_quote_error",
-           "unclosed_quote_at"]
+           "require_columns", "column_hint", "naming_file", "unclosed_quote_error"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -386,21 +387,6 @@ def _read_delimited_arrow(path: Path, sep: str) -> pd.DataFrame | None:
 
 #: a blank line (its line break, followed by the next): pyarrow and pandas skip them
 _BLANK_LINE = re.compile(rb"\n(?=\r?\n)")
-#: the inside of a quoted value up to its closing quote: no quote but doubled ones
-_QUOTED_BODY = re.compile(r'[^"]*(?:""[^"]*)*')
-#: text outside quoted values and whole quoted values: what comes before the first quote
-#: that opens a value and does not close (one regular expression, not a loop in Python per
-#: value).  A quote opens a value at the start of the text or after a separator ({sep}) or
-#: a line break; elsewhere it is a character of the value, for pandas and pyarrow alike.
-#: A value counts as closed when a character follows its closing quote (at the end of a
-#: chunk the next one may double it); the lookahead and back-reference make its inside
-#: atomic (Python 3.10 has no possessive quantifiers), so that the first quote of a doubled
-#: one is never taken for the closing one
-_OUTSIDE_RUN = (r'(?:[^"]+|(?<![^{sep}\r\n])"(?=([^"]*(?:""[^"]*)*))\1"(?=[^"])'
-                r'|(?<=[^{sep}\r\n])")*')
-#: characters matched by one call of the _OUTSIDE_RUN pattern: the regex engine keeps a
-#: backtracking record per value matched, which would take gigabytes on a large file
-_RUN_WINDOW = 1 << 16
 
 
 def _may_hold_an_open_quote(table, path: Path, sep: str) -> bool:
@@ -441,69 +427,6 @@ def _blank_lines(path: Path) -> int:
         return sum(sum(1 for _ in _BLANK_LINE.finditer(block)) for block in iter(lambda: fh.read(1 << 24), b""))
 
 
-def unclosed_quote_line(chunks: Iterable[str], sep: str) -> int | None:
-    """The file line on which a quoted value opens that the text never closes.
-
-    A quote opens a value at the start of a field only; inside one, a doubled quote is a
-    quote of the value and a single one closes it, after which the field goes on unquoted
-    to the next separator (pandas' and pyarrow's reading).  A value left open at the end of
-    the text is the one that makes a parser read the rest of the file as one value.
-
-    Parameters
-    ----------
-    chunks : iterable of str
-        The text, in pieces of any size (a file read in blocks: its state is carried from
-        one to the next, so memory does not grow with the file).
-    sep : str
-        The field separator.
-
-    Returns
-    -------
-    int or None
-        The 1-based line (header = line 1) of the quote that opens the unclosed value, or
-        None when every quoted value is closed.
-    """
-    run = re.compile(_OUTSIDE_RUN.format(sep=re.escape(sep)))
-    # lines are counted as an editor does, by LF, or by CR in a file with CRs only; which
-    # one is known at the end, so both are counted (before the chunk, and before the quote)
-    lf = cr = 0
-    opened = None       # (LFs, CRs) before the quote of the open value; None outside a value
-    prev = ""           # outside a value: the character before the chunk (is a quote there a field start?)
-    carry = ""          # inside a value: a quote that ended the previous chunk (closing, or half of "")
-    first = True
-    for chunk in chunks:
-        if first and chunk:
-            chunk, first = chunk.removeprefix("\ufeff"), False
-        text = (carry if opened is not None else prev) + chunk
-        own = len(text) - len(chunk)  # where the chunk's own characters start in text
-        pos, carry = own if opened is None else 0, ""
-        mark = own  # line breaks are counted up to here (from the last quote that opened)
-        while True:
-            if opened is None:
-                end = min(len(text), pos + _RUN_WINDOW)
-                pos = run.match(text, pos, end).end()
-                if pos == end:
-                    if end == len(text):
-                        break  # outside a value at the end of the chunk
-                    continue
-                # a quote opening a value that does not close in the window (or at all)
-                lf, cr, mark = lf + text.count("\n", mark, pos), cr + text.count("\r", mark, pos), pos
-                opened = (lf, cr)
-                pos += 1
-            pos = _QUOTED_BODY.match(text, pos).end()
-            if pos == len(text):
-                break  # still open: the value goes on in the next chunk
-            if pos + 1 == len(text):
-                carry = '"'  # a closing quote, or the first of a doubled one: the next chunk says
-                break
-            opened, pos = None, pos + 1
-        lf, cr = lf + text.count("\n", mark), cr + text.count("\r", mark)
-        prev = text[-1:]
-    if opened is None or carry:  # (a quote at the very end closes the value)
-        return None
-    return 1 + (opened[0] if lf else opened[1])
-
-
 def unclosed_quote_error(exc: Exception, path, sep: str, chunks: Iterable[str] | None = None) -> ValueError | None:
     """The one-line error of a delimited file with a quoted value that never ends.
 
@@ -540,15 +463,6 @@ def unclosed_quote_error(exc: Exception, path, sep: str, chunks: Iterable[str] |
     except (OSError, ValueError, ImportError, EOFError):
         return None
     return None if line is None else unclosed_quote_at(path, line)
-
-
-def unclosed_quote_at(path, line: int) -> ValueError:
-    """The error of a quoted value opened on ``line`` of ``path`` and never closed."""
-    return ValueError(
-        f'{path}: line {line}: unterminated quote: the value opened by the quote (") on this '
-        "line is never closed, so the rest of the file would be read as part of it; close "
-        "the quote, or remove it (a quote inside a quoted value is written twice)"
-    )
 
 
 def check_writable(path: str | Path, table: bool = True) -> None:

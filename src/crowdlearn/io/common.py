@@ -359,7 +359,7 @@ def _refuse_unclosed_quote(path: Path, text: str, sep: str, parsed: int | None =
     """
     if '"' not in text:
         return
-    from ..core.tables import unclosed_quote_at, unclosed_quote_line
+    from ..core.quotes import unclosed_quote_at, unclosed_quote_line
 
     breaks = text.count("\n")
     lines = breaks + (not text.endswith("\n"))
