@@ -10,7 +10,8 @@ import crowdlearn
 from crowdlearn.diagnostics.similarity_metrics import (adjusted_rand, clustering_scores, nmi,
                                                        pairwise_f1)
 from crowdlearn.similarity import SimilarityAnswers
-from crowdlearn.similarity.base import estimate_n_clusters
+from crowdlearn.similarity.base import (agreement_reliability, estimate_n_clusters, pair_evidence,
+                                        pair_same_posterior)
 from crowdlearn.similarity.spectral import SpectralSimilarity
 from crowdlearn.similarity.symnmf import SymNMFClustering, procrustes_symnmf
 from crowdlearn.simulate.similarity import similarity_crowd
@@ -130,6 +131,52 @@ def test_procrustes_symnmf_recovers_block_indicators():
     assert adjusted_rand(labels, h.argmax(axis=1)) == 1.0
     np.testing.assert_allclose(h @ h.T, h_true @ h_true.T, atol=1e-6)
 
+
+
+def _sparse_error_free_answers():
+    """12 items in 3 clusters (i % 3); each pair asked with probability 0.4, by one of 5
+    workers drawn at random; every answer is correct (24 answers).  The planted clustering is
+    the only 3-clustering consistent with all of them."""
+    rng = np.random.default_rng(12)
+    rows = []
+    for i in range(12):
+        for j in range(i + 1, 12):
+            if rng.random() < 0.4:
+                rows.append((f"w{rng.integers(5)}", i, j, int(i % 3 == j % 3)))
+    return SimilarityAnswers.from_frame(pd.DataFrame(rows, columns=list(SimilarityAnswers.ROLES)))
+
+
+def test_symnmf_does_not_collapse_on_sparse_error_free_answers():
+    """Reliabilities were each answer's agreement with h_i . h_j of the soft memberships, near
+    1/K for uncertain items whatever the answer: round by round the error-free annotators fell
+    (one to 0.44), the memberships flattened to 1/K (confidence 0.34) and the clusters came
+    from rounding (ARI 0.51, 1.0 after one round)."""
+    data = _sparse_error_free_answers()
+    assert data.n_answers == 24
+    est = SymNMFClustering(n_clusters=3).fit(data)
+    truth = np.array([int(item) % 3 for item in data.items])
+    assert adjusted_rand(truth, est.clusters_.to_numpy()) == 1.0
+    assert est.result_frame()["confidence"].median() > 0.6
+    assert est.worker_reliability_.min() > 0.5
+
+
+def test_pair_posterior_keeps_the_pairs_own_answers():
+    """Uniform memberships: the product says "same" with 1/K whatever the answers; the pair's
+    posterior weighs its own evidence against the 1/K prior.  One-hot: both are the product."""
+    data = SimilarityAnswers.from_frame(pd.DataFrame(
+        [("u", "a", "b", 1), ("v", "b", "c", 0)], columns=list(SimilarityAnswers.ROLES)))
+    lo, hi, ev, _ = pair_evidence(data, np.array([2.0, 2.0]))
+    flat = np.full((3, 3), 1 / 3)
+    logistic = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    np.testing.assert_allclose(pair_same_posterior(flat, lo, hi, ev),
+                               logistic(ev + np.log(1 / 2)))
+    np.testing.assert_allclose(agreement_reliability(data, flat, prior=0.0), [1 / 3, 2 / 3])
+    np.testing.assert_allclose(agreement_reliability(data, flat, prior=0.0, evidence=ev),
+                               [logistic(2 - np.log(2)), 1 - logistic(-2 - np.log(2))])
+    hard = np.eye(3)[[0, 0, 1]]
+    np.testing.assert_array_equal(pair_same_posterior(hard, lo, hi, ev), [1.0, 0.0])
+    np.testing.assert_array_equal(agreement_reliability(data, hard, evidence=ev),
+                                  agreement_reliability(data, hard))
 
 # ------------------------------------------------------------------------- answer table
 def test_same_spellings_and_sides():

@@ -19,7 +19,7 @@ from ..core.params import check_params
 from .data import SimilarityAnswers, as_similarity_answers
 
 __all__ = ["SimilarityEstimator", "pair_evidence", "estimate_n_clusters", "top_eigen",
-           "agreement_reliability"]
+           "agreement_reliability", "pair_same_posterior"]
 
 
 class SimilarityEstimator(AnswerEstimator):
@@ -225,8 +225,67 @@ def estimate_n_clusters(data: SimilarityAnswers, max_clusters: int = 20) -> int:
     return int(np.argmax(gaps)) + 2
 
 
+def pair_same_posterior(memberships: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                        evidence: np.ndarray) -> np.ndarray:
+    r"""Posterior that each answered pair is "same", from mean-field memberships and its answers.
+
+    Under a factorised (mean-field) posterior the pair (i, j) is "same" with probability
+    :math:`m_i^\top m_j`, which drops the pair's own answers' coupling of :math:`c_i` and
+    :math:`c_j`: two items joined by a correct "same" answer but each unsure of its cluster
+    get :math:`m_i^\top m_j \approx 1/K`, as if the answer were mostly wrong.  The pairwise
+    marginal of the Bethe approximation keeps it: with the cavity memberships
+    :math:`a = m_{i \setminus j} \propto m_i \odot e^{-e_{ij} m_j}` and
+    :math:`b = m_{j \setminus i}` (each item's membership without the field the pair gave
+    it, ``e_ij`` the pair's signed evidence as in the mean-field update of
+    :func:`~crowdlearn.similarity.symnmf.refine_memberships`), the joint of the two clusters
+    is :math:`\propto a_c b_d \exp(e_{ij} [c = d])`, so
+
+    .. math:: P(c_i = c_j) = \sigma(e_{ij} + \operatorname{logit} a^\top b).
+
+    With one-hot memberships this is :math:`m_i^\top m_j` again.  O(|Omega| K).
+
+    The mean-field cavities stand in for the messages of belief propagation, whose pairwise
+    beliefs have this form (Yedidia, Freeman and Weiss 2003).
+
+    Parameters
+    ----------
+    memberships : ndarray, shape (n_items, K)
+        Rows on the simplex.
+    lo, hi, evidence : ndarray
+        The distinct pairs and their signed evidence, as returned by :func:`pair_evidence`
+        with the weights the memberships were fitted with.
+
+    Returns
+    -------
+    ndarray, shape (n_pairs,)
+
+    References
+    ----------
+    Yedidia, J. S., Freeman, W. T. and Weiss, Y. (2003). Understanding belief propagation and
+    its generalizations. Exploring Artificial Intelligence in the New Millennium, 239-269.
+    """
+    m = np.asarray(memberships, float)
+    ev = np.asarray(evidence, float)
+    with np.errstate(divide="ignore"):
+        logm = np.log(np.maximum(m, 0.0))
+
+    def cavity(own, other):
+        z = logm[own] - ev[:, None] * m[other]
+        z -= z.max(axis=1, keepdims=True)
+        z = np.exp(z)
+        return z / z.sum(axis=1, keepdims=True)
+
+    q = np.clip(np.einsum("ij,ij->i", cavity(lo, hi), cavity(hi, lo)), 0.0, 1.0)
+    # sigma(e + logit q) written so neither e^{|e|} nor logit(0) or logit(1) is formed
+    up = ev >= 0
+    decay = np.exp(-np.abs(ev))
+    num = np.where(up, q, q * decay)
+    den = num + np.where(up, (1.0 - q) * decay, 1.0 - q)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), q)
+
+
 def agreement_reliability(data: SimilarityAnswers, memberships: np.ndarray,
-                          prior: float = 2.0) -> np.ndarray:
+                          prior: float = 2.0, evidence: np.ndarray | None = None) -> np.ndarray:
     """One-coin reliability of every annotator: its expected agreement with a clustering.
 
     With soft memberships ``h`` (rows on the simplex), the pair (i, j) is "same" with
@@ -234,8 +293,21 @@ def agreement_reliability(data: SimilarityAnswers, memberships: np.ndarray,
     says "same" and ``1 - s_ij`` otherwise, and ``r_w`` is the mean agreement of the
     annotator's answers shrunk towards 1/2 by ``prior`` pseudo-answers (a Beta(prior/2,
     prior/2) prior), so an annotator with few answers is not declared perfect.
+
+    ``evidence``, the signed evidence of the distinct pairs (:func:`pair_evidence`, in the
+    order of ``data.pairs()``) that soft memberships were fitted with, replaces ``s_ij`` by
+    the pair's posterior (:func:`pair_same_posterior`).  That is the expectation an EM step
+    needs: ``h_i . h_j`` of uncertain memberships sits near 1/K whatever the pair's answers
+    say, so correct answers count as partly wrong, the reliabilities fall, the next
+    memberships get weaker evidence and are less certain still -- a loop that ends with
+    uniform memberships and error-free annotators rated near or below 1/2.  Hard
+    (one-hot) memberships give the same result either way.
     """
-    s = np.einsum("ij,ij->i", memberships[data.item_a], memberships[data.item_b])
+    if evidence is None:
+        s = np.einsum("ij,ij->i", memberships[data.item_a], memberships[data.item_b])
+    else:
+        lo, hi, code = data.pairs()
+        s = pair_same_posterior(memberships, lo, hi, evidence)[code]
     s = np.clip(s, 0.0, 1.0)
     agree = np.where(data.same == 1, s, 1.0 - s)
     m = data.n_workers

@@ -94,8 +94,14 @@ class SymNMFClustering(SimilarityEstimator):
        start mean-field updates of the memberships on the observed pairs, with a weight on
        the pairs never asked (:func:`refine_memberships`); clusters are the argmax.
     4. *Reliabilities*: each annotator's expected agreement with the current soft clustering
-       (:func:`~crowdlearn.similarity.base.agreement_reliability`); coin-flipping annotators
-       come out at 1/2 and get weight ``logit(1/2) = 0`` in step 1.
+       (:func:`~crowdlearn.similarity.base.agreement_reliability`), the M-step of EM: an
+       answer on (i, j) is scored against the pair's posterior of being "same"
+       (:func:`~crowdlearn.similarity.base.pair_same_posterior`: the memberships without the
+       pair's own field, joined by its answers), not against :math:`h_i^\top h_j`: that
+       product is near 1/K for uncertain items whatever the answers say, so it would rate
+       error-free annotators low, soften the next memberships and feed back down to
+       uniform ones.  Coin-flipping annotators come out at 1/2 and get weight
+       ``logit(1/2) = 0`` in step 1.
 
     Parameters
     ----------
@@ -163,7 +169,8 @@ class SymNMFClustering(SimilarityEstimator):
             h = refine_memberships(h, lo, hi, ev, int(self.n_refine_iter),
                                    float(self.unobserved_weight))
             memb = _normalise(h, answered)
-            new_rel = agreement_reliability(data, memb, float(self.reliability_prior))
+            new_rel = agreement_reliability(data, memb, float(self.reliability_prior),
+                                            evidence=ev)
             new_hard = np.argmax(memb, axis=1)
             sizes = np.bincount(new_hard[answered], minlength=k) / max(answered.sum(), 1)
             same_share = float(np.sum(sizes ** 2))
