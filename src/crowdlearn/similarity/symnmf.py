@@ -17,6 +17,11 @@ def _procrustes(a: np.ndarray) -> np.ndarray:
     return u @ vt
 
 
+#: relative weight of the tie-breaking term of the Procrustes step: far above rounding
+#: (~1e-16), far below anything the fit resolves (its tolerances are 1e-7 and coarser)
+_TIE = float(np.sqrt(np.finfo(float).eps))
+
+
 def _spa(w: np.ndarray, k: int) -> np.ndarray:
     """k rows of ``w`` chosen by the successive projection algorithm (Gillis and Vavasis
     2014): each pick is the row of largest norm after projecting out the previous picks, so
@@ -42,29 +47,49 @@ def procrustes_symnmf(w: np.ndarray, n_iter: int = 100, tol: float = 1e-7,
     ``H = max(0, W Q)`` and ``Q = argmin_Q ||H - W Q||_F`` (orthogonal Procrustes), the
     alternating scheme of Ibrahim and Fu (2021) for provable SymNMF.  Started from the
     rotation sending the SPA anchor rows to the unit axes, then from ``n_restarts`` random
-    rotations; the start with the smallest residual wins.  O(n K^2) per iteration.
+    rotations of it; the start with the smallest residual wins (a later start must beat the
+    earlier ones by more than a relative ``tol``).  O(n K^2) per iteration.
+
+    The result does not depend on which square root of ``W W^T`` is passed (``W`` or ``W R``
+    with R orthogonal, e.g. eigenvectors of other signs) nor on the order of its rows, up to
+    rounding, and up to exact ties of the SPA picks: two rows of equal norm at a pick are
+    taken in row order, which only happens when a symmetry of the data exchanges them, and
+    then any deterministic pick follows the order of the items.
     """
     n, k = w.shape
-    starts = []
     anchors = _spa(w, k)
     # rotate anchor row i onto axis i: Q = Procrustes(W[anchors]^T I)
-    starts.append(_procrustes(w[anchors].T))
+    q0 = _procrustes(w[anchors].T)
+    starts = [q0]
+    # The random rotations act after q0, in the anchors' frame.  ``W`` is only defined up to
+    # a right rotation (eigenvector signs, and any basis of a repeated eigenvalue, depend
+    # on the solver and on the order of the items), and ``W R`` gives ``q0 -> R^T q0``, so
+    # ``W R (R^T q0 G) = W q0 G``: the starts, and the winner, do not depend on that basis
+    # (starts ``W G`` did, and so on the item names).
+    rng = rng if rng is not None else np.random.default_rng(0)
     for _ in range(n_restarts):
-        starts.append(_procrustes((rng or np.random.default_rng(0)).normal(size=(k, k))))
+        starts.append(q0 @ _procrustes(rng.normal(size=(k, k))))
     best, best_err = None, np.inf
     for q in starts:
         prev = np.inf
         for _ in range(max(n_iter, 1)):
-            wq = w @ q
-            h = np.maximum(wq, 0.0)
-            q = _procrustes(w.T @ h)
+            h = np.maximum(w @ q, 0.0)
+            # When H has rank < K (a start that leaves a cluster empty) the Procrustes
+            # minimiser is not unique and the SVD picks one by the basis of W, i.e. by the
+            # order of the items.  The proximal term (the minimiser nearest the current Q)
+            # makes it unique and basis-free; its weight ``_TIE`` is far below the
+            # tolerances, and a proximal step still never raises the residual.
+            a = w.T @ h
+            q = _procrustes(a + _TIE * max(np.linalg.norm(a, 2), 1e-300) * q)
             err = float(np.sum((h - w @ q) ** 2))
             if prev - err <= tol * max(prev, 1e-300):
                 break
             prev = err
         h = np.maximum(w @ q, 0.0)
         err = float(np.sum((h - w @ q) ** 2))
-        if err < best_err:
+        # a later start must win by more than the stopping tolerance: starts that reach the
+        # same optimum differ by rounding, and rounding follows the order of the items
+        if best is None or err < best_err - tol * best_err:
             best, best_err = h, err
     return best
 
