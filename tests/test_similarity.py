@@ -214,6 +214,23 @@ def test_procrustes_symnmf_ignores_the_basis_of_the_square_root():
         h2 = procrustes_symnmf(other, rng=np.random.default_rng(0), n_restarts=2)
         np.testing.assert_allclose(h2 @ h2.T, h @ h.T, atol=1e-8)
 
+
+def test_procrustes_symnmf_iterates_until_the_residual_settles():
+    """The stopping rule compared against prev = inf on the first step (inf <= tol * inf), so
+    every start stopped after one Procrustes step whatever n_iter said."""
+    rng = np.random.default_rng(3)
+    h_true = 0.7 * np.eye(4)[rng.integers(0, 4, size=120)] + 0.3 * rng.random((120, 4))
+    s = h_true @ h_true.T + 0.2 * rng.standard_normal((120, 120))
+    vals, vecs = np.linalg.eigh((s + s.T) / 2)
+    w = vecs[:, -4:] * np.sqrt(np.maximum(vals[-4:], 0.0))
+
+    def residual(h):  # min over rotations Q of ||H - W Q||, the objective of the iterations
+        u, _, vt = np.linalg.svd(w.T @ h)
+        return np.linalg.norm(h - w @ (u @ vt))
+
+    one, many = procrustes_symnmf(w, n_iter=1), procrustes_symnmf(w, n_iter=100)
+    assert residual(many) < 0.5 * residual(one)
+
 # ------------------------------------------------------------------------- answer table
 def test_same_spellings_and_sides():
     df = pd.DataFrame({"worker": ["u", "v", "u", "v"], "item_a": ["x", "y", "z", "x"],

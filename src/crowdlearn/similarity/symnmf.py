@@ -47,8 +47,10 @@ def procrustes_symnmf(w: np.ndarray, n_iter: int = 100, tol: float = 1e-7,
     ``H = max(0, W Q)`` and ``Q = argmin_Q ||H - W Q||_F`` (orthogonal Procrustes), the
     alternating scheme of Ibrahim and Fu (2021) for provable SymNMF.  Started from the
     rotation sending the SPA anchor rows to the unit axes, then from ``n_restarts`` random
-    rotations of it; the start with the smallest residual wins (a later start must beat the
-    earlier ones by more than a relative ``tol``).  O(n K^2) per iteration.
+    rotations of it; each start runs until an iteration lowers its residual by less than a
+    relative ``tol`` (at most ``n_iter`` iterations), and the start with the smallest
+    residual wins (a later start must beat the earlier ones by more than a relative
+    ``tol``).  O(n K^2) per iteration.
 
     The result does not depend on which square root of ``W W^T`` is passed (``W`` or ``W R``
     with R orthogonal, e.g. eigenvectors of other signs) nor on the order of its rows, up to
@@ -72,21 +74,25 @@ def procrustes_symnmf(w: np.ndarray, n_iter: int = 100, tol: float = 1e-7,
     best, best_err = None, np.inf
     for q in starts:
         prev = np.inf
+        wq = w @ q
         for _ in range(max(n_iter, 1)):
-            h = np.maximum(w @ q, 0.0)
+            h = np.maximum(wq, 0.0)
             # When H has rank < K (a start that leaves a cluster empty) the Procrustes
             # minimiser is not unique and the SVD picks one by the basis of W, i.e. by the
             # order of the items.  The proximal term (the minimiser nearest the current Q)
             # makes it unique and basis-free; its weight ``_TIE`` is far below the
             # tolerances, and a proximal step still never raises the residual.
             a = w.T @ h
-            q = _procrustes(a + _TIE * max(np.linalg.norm(a, 2), 1e-300) * q)
-            err = float(np.sum((h - w @ q) ** 2))
-            if prev - err <= tol * max(prev, 1e-300):
+            q = _procrustes(a + _TIE * max(np.linalg.norm(a), 1e-300) * q)
+            wq = w @ q
+            err = float(np.sum((h - wq) ** 2))
+            # relative decrease below tol; not on the first step, whose prev = inf made
+            # inf <= tol * inf true and stopped every start after one step
+            if np.isfinite(prev) and prev - err <= tol * prev:
                 break
             prev = err
-        h = np.maximum(w @ q, 0.0)
-        err = float(np.sum((h - w @ q) ** 2))
+        h = np.maximum(wq, 0.0)
+        err = float(np.sum((h - wq) ** 2))
         # a later start must win by more than the stopping tolerance: starts that reach the
         # same optimum differ by rounding, and rounding follows the order of the items
         if best is None or err < best_err - tol * best_err:
