@@ -111,21 +111,26 @@ def test_fast_delimited_writer_matches_pandas(tmp_path, sep_ext):
     assert read_table(tmp_path / f"ids.{sep_ext}").task.tolist() == ["1.0", "2.0"]
 
 
-@pytest.mark.parametrize("name", ["odd.csv", "odd.csv.gz", "odd.tsv"])
-def test_fast_reader_reads_what_pandas_reads(tmp_path, name):
-    """pyarrow's parser (when installed) gives the C parser's frame: text stays text."""
+def _write_text(path, text):
+    """``text`` written to ``path`` as UTF-8, gzip-compressed when the name ends in .gz."""
     import gzip
 
-    sep = "\t" if name.endswith("tsv") else ","
-    rows = [["task", "worker", "label"], ["007", "NA", "null"], ["a b", "NaN", "None"],
-            ["t3", "", "x"], [" \u00e9 ", " w ", "n/a"], ["t5", "#N/A", "-nan"]]
-    text = "\n".join(sep.join(r) for r in rows) + "\n"
-    path = tmp_path / name
-    if name.endswith(".gz"):
+    if path.name.endswith(".gz"):
         with gzip.open(path, "wt", encoding="utf-8") as fh:
             fh.write(text)
     else:
         path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("name", ["odd.csv", "odd.csv.gz", "odd.tsv"])
+def test_fast_reader_reads_what_pandas_reads(tmp_path, name):
+    """pyarrow's parser (when installed) gives the C parser's frame: text stays text."""
+    sep = "\t" if name.endswith("tsv") else ","
+    rows = [["task", "worker", "label"], ["007", "NA", "null"], ["a b", "NaN", "None"],
+            ["t3", "", "x"], [" \u00e9 ", " w ", "n/a"], ["t5", "#N/A", "-nan"]]
+    text = "\n".join(sep.join(r) for r in rows) + "\n"
+    path = _write_text(tmp_path / name, text)
     got = read_table(path, columns=["task", "worker", "label"])
     ref = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""], engine="c")
     pd.testing.assert_frame_equal(got, ref)
@@ -176,18 +181,11 @@ def test_an_unclosed_quote_is_an_error_naming_its_line(tmp_path, name, n_rows, a
     the file as that one label (4,000 answers became 99), or, past its first 1 MB block,
     dropped the rest of the block and kept the other blocks' rows (150,000 became about
     100,000), without an error; .csv.gz (pandas) refused it naming a record, not the line."""
-    import gzip
-
     sep = "\t" if ".tsv" in name else ","
     lines = _answers_text(n_rows, sep)
     lines[at - 1] = lines[at - 1][:-1] + '"' + lines[at - 1][-1]  # ...,"1 (line `at`, 1-based)
     text = "\n".join(lines) + "\n"
-    path = tmp_path / name
-    if name.endswith(".gz"):
-        with gzip.open(path, "wt", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        path.write_text(text, encoding="utf-8")
+    path = _write_text(tmp_path / name, text)
     with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}: line {at}: unterminated quote: "):
         read_table(path, columns=["task", "worker", "label"])
     if not name.endswith(".gz"):  # no line break after the last line (a quote there: at the end)
