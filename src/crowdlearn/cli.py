@@ -45,7 +45,7 @@ def _parse_params(pairs: list[str] | None) -> dict:
     a value with a comma is a list of such items (``candidates=ds,glad``), for the parameters
     that take a list.  The estimator checks the values when it is fitted.
     """
-    from .core.params import whole_number_names
+    from .core.params import WHOLE_NUMBERS
 
     out = {}
     for pair in pairs or []:
@@ -56,7 +56,7 @@ def _parse_params(pairs: list[str] | None) -> dict:
             parsed: object = [_parse_value(v) for v in value.split(",") if v.strip()]
         else:
             parsed = _parse_value(value)
-        if key.strip() in whole_number_names() and isinstance(parsed, float) and parsed.is_integer():
+        if key.strip() in WHOLE_NUMBERS and isinstance(parsed, float) and parsed.is_integer():
             parsed = int(parsed)  # max_iter=1e3 is the count 1000
         out[key.strip()] = parsed
     return out

@@ -891,6 +891,18 @@ class CrowdLabels:
                 truth_s = truth_s[truth_s.notna().to_numpy()]
             truth_s = _normalise_label_values(truth_s)
 
+        if all_tasks is not None:
+            tasks_pool = pd.concat([strip_text(pd.Series(list(all_tasks))), df[task]], ignore_index=True)
+            _, task_index = factorize_ids(tasks_pool.drop_duplicates(), "task")
+            task_codes = task_index.get_indexer(df[task])
+        else:
+            task_codes, task_index = factorize_ids(df[task], "task")
+        worker_codes, worker_index = factorize_ids(df[worker], "worker")
+
+        # each gold task's position among the tasks (by value: text task ids from a file and a
+        # truth Series read by pd.read_csv, 17 not "17", are the same tasks); -1: not a task
+        gold_pos = None if truth_s is None else positions_by_value(task_index, truth_s.index, "the answers' tasks")
+
         # classes: user-given order, else the default order of observed answers and gold values
         if classes is not None:
             class_index = strip_text(pd.Index(list(classes), name="class"))
@@ -927,27 +939,14 @@ class CrowdLabels:
                 truth_s = _gold_as_classes(truth_s, labels_col)
                 # only the gold of tasks in the table names classes: gold for a task nobody
                 # answered is not used, and must not change the classes every method fits
-                listed = df[task] if all_tasks is None else pd.concat(
-                    [df[task], strip_text(pd.Series(list(all_tasks)))], ignore_index=True)
-                used = positions_by_value(pd.Index(pd.unique(listed)), truth_s.index, "the answers' tasks") >= 0
-                pool = pd.concat([labels_col, truth_s[used]], ignore_index=True)
+                pool = pd.concat([labels_col, truth_s[gold_pos >= 0]], ignore_index=True)
             pool_codes, class_index = class_codes(pool, normalised=True)
             label_codes = pool_codes[: len(labels_col)]  # the answers come first in the pool
-
-        if all_tasks is not None:
-            tasks_pool = pd.concat([strip_text(pd.Series(list(all_tasks))), df[task]], ignore_index=True)
-            _, task_index = factorize_ids(tasks_pool.drop_duplicates(), "task")
-            task_codes = task_index.get_indexer(df[task])
-        else:
-            task_codes, task_index = factorize_ids(df[task], "task")
-        worker_codes, worker_index = factorize_ids(df[worker], "worker")
 
         truth_codes = None
         if truth_s is not None:
             truth_codes = np.full(len(task_index), -1, dtype=np.int32)
-            # by value: text task ids from a file and a truth Series read by pd.read_csv (17,
-            # not "17") are the same tasks
-            pos = positions_by_value(task_index, truth_s.index, "the answers' tasks")
+            pos = gold_pos
             cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
             if np.any((cls_codes < 0) & (pos >= 0)):  # gold for tasks nobody answered is not used
                 first = int(np.flatnonzero((cls_codes < 0) & (pos >= 0))[0])

@@ -18,7 +18,7 @@ from numbers import Integral, Real
 from typing import Any
 
 __all__ = [
-    "check_params", "whole_number_names", "ROUND_COUNTS", "SIZES", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE",
+    "check_params", "WHOLE_NUMBERS", "ROUND_COUNTS", "SIZES", "TOLERANCES", "PSEUDO_COUNTS", "POSITIVE",
     "FRACTIONS",
 ]
 
@@ -33,6 +33,8 @@ ROUND_COUNTS = frozenset({
 SIZES = frozenset({
     "min_shared", "max_partners", "max_workers", "max_dim", "min_partners", "min_shared_triple",
 })
+#: the parameters whose values are whole numbers (ints): counts and sizes
+WHOLE_NUMBERS = ROUND_COUNTS | SIZES
 #: stopping thresholds: finite numbers >= 0 (0 = run every round)
 TOLERANCES = frozenset({"tol", "outer_tol", "eps"})
 #: Dirichlet / Beta pseudo-counts and smoothing constants: finite numbers >= 0
@@ -56,11 +58,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-def whole_number_names() -> frozenset:
-    """The parameter names whose values are whole numbers (counts and sizes)."""
-    return ROUND_COUNTS | SIZES
 
 
 def check_params(estimator: Any) -> None:

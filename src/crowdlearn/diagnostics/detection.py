@@ -494,7 +494,8 @@ def detect_adversaries(
     honest rank-(K-1) model, ``sum_l n_ml ||R_ml - U_m U_l^T||^2 / sum_l n_ml ||R_ml||^2``;
     NaN outside the factorised set), ``z`` (its largest pair excess agreement; NaN without a
     pair), ``partner`` (the worker of that pair), ``colluding``, ``agreement``,
-    ``below_chance``, ``adversary`` (either flag), ``n_labels``.
+    ``below_chance``, ``adversary`` (either flag), ``n_labels``; ``attrs["critical_z"]``: the
+    threshold the pair z-scores were compared with.
     """
     data = as_crowd_labels(labels)
     k = data.n_classes
@@ -531,7 +532,7 @@ def detect_adversaries(
     _, agree, n_cmp = _dependence_test(data, _loo_majority(data))
     p_low = stats.binom.cdf(np.round(agree * n_cmp), np.maximum(n_cmp, 1).astype(int), 1.0 / max(k, 2))
     below = (n_cmp >= 5) & (p_low < alpha)
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
             "residual": rel,
             "z": zs,
@@ -544,3 +545,5 @@ def detect_adversaries(
         },
         index=pd.Index(data.workers, name="worker"),
     )
+    table.attrs["critical_z"] = crit
+    return table
