@@ -166,17 +166,16 @@ def _read_label_gold(path, cols):
     return strip_text(_read_gold(path, cols[0], (*GOLD_COLUMNS, cols[2])), index=True)
 
 
-def _ids_like(values, ids) -> list:
-    """``values`` read from a text file (ids as text) as the ids ``ids`` of the answers: those
-    read from Parquet or JSON Lines may be numbers, which no text id would match; each value
-    becomes the answers' id spelled the same."""
+def _ids_like(values, ids, what: str = "the answers' ids") -> list:
+    """``values`` read from a text file (ids as text) spelled as the answers' ``ids``: those
+    read from Parquet or JSON Lines may be numbers, which no text id would match.  Matched by
+    value (:func:`crowdlearn.core.data.ids_like`, as the Python API matches), so ``"17"``,
+    ``"17.0"`` and ``17`` name one task; values naming no id are kept as read."""
     import pandas as pd
 
-    ids = pd.unique(pd.Series(ids))
-    if pd.api.types.infer_dtype(ids, skipna=True) == "string":
-        return list(values)
-    by_text = {str(i): i for i in ids}
-    return [by_text.get(str(v), v) for v in values]
+    from .core.data import ids_like
+
+    return list(ids_like(values, pd.unique(pd.Series(ids)), what))
 
 
 def _gold_ids_of(truth, ids):
@@ -742,7 +741,7 @@ def _group_report(args, est, data, src, groups, positive) -> None:
     report = group_report(est.labels_, truth, groups, positive=positive)
     # a gap over fewer than two groups with the rate defined (e.g. no gold) is not a number
     gaps = {k: "n/a" if v != v else f"{v:.4f}" for k, v in disparities(report).items()}
-    print(f"groups ({args.group_col}; positive class {positive!r}):\n{report.round(4).to_string()}", file=sys.stderr)
+    print(f"groups ({args.group_col}; positive class '{positive}'):\n{report.round(4).to_string()}", file=sys.stderr)
     print("disparities: " + ", ".join(f"{k} {v}" for k, v in gaps.items()), file=sys.stderr)
     if args.group_report:
         _write(report.reset_index(), args.group_report)
