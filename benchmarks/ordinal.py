@@ -6,7 +6,9 @@ Sections of RESULTS.md written with ``--write-results``:
   answers "-2" (broken link, never the truth; SOURCE.md) are dropped, every method fits the
   same 91,783 answers; accuracy, MAE in classes (of ``labels_``, and of the posterior
   median, the decision that minimises the expected absolute error), quadratic-weighted
-  kappa on the 3,277 gold tasks; Krippendorff's ordinal alpha of the crowd.
+  kappa on the 3,277 gold tasks; Krippendorff's ordinal alpha of the crowd; each method's
+  MAE minus ``ds``'s with the 95% interval of that paired difference (normal approximation
+  of the mean of the per-task differences of absolute error, over the same gold tasks).
 * ``ordinal-synthetic``: crowds of :func:`crowdlearn.simulate.ordinal.ordinal_crowd`
   (800 tasks, 40 workers, 4 grades, 5 answers per task), mean MAE over 3 seeds.
 * ``ordinal-speed``: fit time at 10^6 answers (200,000 tasks, 1,000 workers, 5 grades).
@@ -62,12 +64,14 @@ def trec() -> None:
     df = df[df["label"].astype(str) != "-2"]
     data = CrowdLabels.from_frame(df, truth=full.truth_series(), all_tasks=full.tasks)
     truth = data.truth_series()
-    rows = []
+    rows, errors = [], {}
     for method, params in METHODS:
         t0 = time.process_time()
         est = get_method(method)(**params).fit(data)
         secs = time.process_time() - t0
         labels = est.labels_
+        grades = labels.loc[truth.index].to_numpy(float)
+        errors[_name(method, params)] = np.abs(grades - truth.to_numpy(float))
         rows.append({
             "method": _name(method, params),
             "accuracy": float(np.mean(labels.loc[truth.index] == truth)),
@@ -76,6 +80,11 @@ def trec() -> None:
             "QWK": quadratic_kappa(labels, truth),
             "CPU s": secs,
         })
+    for row in rows:  # paired against ds on the same gold tasks
+        d = errors[row["method"]] - errors["ds"]
+        half = 1.96 * d.std(ddof=1) / np.sqrt(d.size)
+        row["MAE - ds"] = d.mean()
+        row["95% interval"] = "" if row["method"] == "ds" else f"[{d.mean() - half:+.4f}, {d.mean() + half:+.4f}]"
     print(f"trec2010 without the '-2' answers: {data.n_labels} answers, {data.n_tasks} tasks, "
           f"{data.n_workers} workers, {len(truth)} gold tasks; Krippendorff's ordinal alpha of "
           f"the crowd = {krippendorff_alpha(data):.3f} (nominal {krippendorff_alpha(data, 'nominal'):.3f}).\n")
