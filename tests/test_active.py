@@ -319,3 +319,18 @@ def test_suggest_matches_ids_by_value_and_draws_by_id():
         a = ActiveLoop(strategy=strategy).observe(frame).suggest(10)
         b = ActiveLoop(strategy=strategy).observe(as_text).suggest(10)
         assert a["task"].astype(str).tolist() == b["task"].tolist()
+
+
+@pytest.mark.filterwarnings("ignore:.*worker quality cannot be estimated")
+@pytest.mark.parametrize("worker_strategy", [None, "greedy", "eig"])
+def test_replay_ends_when_only_repeated_answers_of_a_worker_are_left(worker_strategy):
+    # worker a answered task 1 twice: once one of a's answers is revealed, the loop never asks
+    # a about task 1 again, so the other could not be revealed and the replay looped forever
+    df = pd.DataFrame({"task": [1, 1, 1, 2, 2, 3, 3], "worker": ["a", "a", "b", "a", "b", "a", "b"],
+                       "label": [0, 1, 1, 0, 0, 1, 1]})
+    from crowdlearn.core.data import CrowdLabels
+
+    data = CrowdLabels.from_frame(df, truth=pd.Series([1, 0, 1], index=[1, 2, 3]))
+    curve = replay(data, worker_strategy=worker_strategy, step=1, random_state=1)
+    assert curve["labels"].is_monotonic_increasing
+    assert data.n_labels - 1 <= curve["labels"].iloc[-1] <= data.n_labels

@@ -40,7 +40,9 @@ def replay(labels: Any, strategy: str = "entropy", worker_strategy: str | None =
         Answers revealed per round (default: a tenth of the tasks, at least 1).
     budget : int, optional
         Stop after this many answers in all (default: every answer).  A budget above the
-        number of answers is capped at it.
+        number of answers is capped at it.  With ``worker_strategy``, a worker's second
+        answer to a task (a repeated task, worker row) is never asked for, so the curve may
+        end before every answer is revealed.
     random_state : int
 
     Returns
@@ -86,6 +88,11 @@ def replay(labels: Any, strategy: str = "entropy", worker_strategy: str | None =
 
         pick = loop.suggest(k, tasks=data.tasks[open_tasks],
                             workers_for=unrevealed_workers if worker_strategy else None)
+        if len(pick) == 0:
+            # every answer left repeats a worker on a task whose answer of theirs is already
+            # revealed (duplicate rows): the loop never asks a worker twice about a task, so
+            # no round can reveal them, and the curve ends here rather than looping forever
+            break
         new = []
         for task, worker in zip(pick["task"], pick["worker"]):
             idx = by_task[task]
