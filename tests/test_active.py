@@ -334,3 +334,14 @@ def test_replay_ends_when_only_repeated_answers_of_a_worker_are_left(worker_stra
     curve = replay(data, worker_strategy=worker_strategy, step=1, random_state=1)
     assert curve["labels"].is_monotonic_increasing
     assert data.n_labels - 1 <= curve["labels"].iloc[-1] <= data.n_labels
+
+
+@pytest.mark.filterwarnings("ignore:.*worker quality cannot be estimated")
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("method", ["mv", "glad", "onecoin"])
+@pytest.mark.parametrize("strategy", ["eig", "kg"])
+def test_answers_of_one_class_only_give_finite_scores_without_warnings(method, strategy):
+    # the crowd's one-coin confusion of a single class divided 0 by 0 off its (absent) diagonal
+    answers = pd.DataFrame({"task": ["t1", "t2"], "worker": ["w1", "w2"], "label": ["a", "a"]})
+    pick = ActiveLoop(method=method, strategy=strategy).observe(answers).suggest(3, tasks=["t1", "t2", "t3"])
+    assert len(pick) == 3 and np.isfinite(pick["score"]).all()

@@ -234,6 +234,8 @@ def one_coin_confusions(accuracy, n_classes: int) -> np.ndarray:
     if acc.ndim == 0:
         return one_coin_confusions(acc[None], n_classes)[0]
     k = int(n_classes)
+    if k == 1:  # one class is every answer: its row is [1] (not [accuracy], nor 0/0 off it)
+        return np.ones((len(acc), 1, 1))
     off = (1.0 - acc) / (k - 1)
     conf = np.repeat(off[:, None, None], k, axis=1).repeat(k, axis=2)
     idx = np.arange(k)
