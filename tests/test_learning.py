@@ -172,6 +172,20 @@ def test_feature_alignment():
         make_classifier("ccem", epochs=0).fit(X, labels)
 
 
+def test_feature_rows_are_found_by_value_and_repeated_ids_are_refused():
+    # answers read from a text file name task "3", a feature table read with pandas task 3
+    labels = CrowdLabels.from_frame(pd.DataFrame({"task": ["5", "3", "10", "1"], "worker": ["a"] * 4,
+                                                  "label": [0, 1, 0, 1]}))
+    X = pd.DataFrame(np.arange(10.0).reshape(5, 2), index=[1, 3, 5, 10, 11])
+    expected = X.loc[[int(t) for t in labels.tasks]].to_numpy()
+    assert np.array_equal(align_features(X, labels), expected)
+    numbers = CrowdLabels.from_frame(pd.DataFrame({"task": [5, 3, 10, 1], "worker": ["a"] * 4,
+                                                   "label": [0, 1, 0, 1]}))
+    assert np.array_equal(align_features(X.set_axis(X.index.astype(str)), numbers), X.loc[[1, 3, 5, 10]].to_numpy())
+    with pytest.raises(ValueError, match="more than once"):
+        align_features(X.to_numpy(), numbers, task_index=[1, 1, 3, 5, 10])
+
+
 def test_answer_tensors_and_annotation_matrix():
     labels = CrowdLabels.from_codes(np.array([0, 0, 2]), np.array([1, 0, 1]), np.array([2, 1, 0]),
                                     n_tasks=3, n_workers=2, n_classes=3)

@@ -4,7 +4,8 @@ Conventions: ``X`` has one row per task of ``labels`` in the order of ``labels.t
 code n <-> row n).  :func:`align_features` accepts
 
 * ``X=None``: the features attached to ``labels`` (``labels.with_features``);
-* a DataFrame: rows looked up by task id (``X.loc[labels.tasks]``);
+* a DataFrame: rows looked up by task id (``X.loc[labels.tasks]``; ids compared by value when
+  their types differ, so a table read with pandas finds the tasks of answers read as text);
 * an array with exactly ``labels.n_tasks`` rows: row n is task code n;
 * an array with more rows plus ``task_index`` (the ids of X's rows): rows looked up by id, or,
   without ``task_index``, when ``labels.tasks`` are the integers ``0..n-1`` they index rows.
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels
+from ..core.data import CrowdLabels, positions_by_value
 from .torch_utils import torch
 
 __all__ = ["align_features", "check_features", "TaskAnswers", "annotation_matrix", "iterate_minibatches",
@@ -58,7 +59,10 @@ def align_features(X, labels: CrowdLabels, task_index=None) -> np.ndarray:
         task_index = pd.Index(task_index)
         if len(task_index) != len(X):
             raise ValueError(f"task_index has {len(task_index)} entries but X has {len(X)} rows")
-        pos = task_index.get_indexer(labels.tasks)
+        # by value: answers read from a text file name task "17", a feature table read with
+        # pandas task 17; a repeated id is refused by name (pandas' get_indexer raised its
+        # InvalidIndexError)
+        pos = positions_by_value(task_index, labels.tasks, "the task ids of X's rows")
         if (pos < 0).any():
             missing = list(labels.tasks[pos < 0][:5])
             raise ValueError(f"X has no row for task(s) {missing}")
