@@ -14,7 +14,7 @@ from crowdlearn.simulate import features as sf  # noqa: E402
 from crowdlearn.core.data import CrowdLabels  # noqa: E402
 from crowdlearn.learning import make_classifier, methods  # noqa: E402
 from crowdlearn.learning.base import Callback, ProgressBar  # noqa: E402
-from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix  # noqa: E402
+from crowdlearn.learning.data import TaskAnswers, align_features, annotation_matrix, check_features  # noqa: E402
 from crowdlearn.testing.data import clusters, planted_confusions  # noqa: E402
 from crowdlearn.testing.learning import confusion_error  # noqa: E402
 
@@ -184,6 +184,19 @@ def test_feature_rows_are_found_by_value_and_repeated_ids_are_refused():
     assert np.array_equal(align_features(X.set_axis(X.index.astype(str)), numbers), X.loc[[1, 3, 5, 10]].to_numpy())
     with pytest.raises(ValueError, match="more than once"):
         align_features(X.to_numpy(), numbers, task_index=[1, 1, 3, 5, 10])
+
+
+def test_a_non_finite_feature_is_named_by_its_task_and_column():
+    labels = CrowdLabels.from_frame(pd.DataFrame({"task": ["a", "b", "c"], "worker": ["w"] * 3,
+                                                  "label": [0, 1, 0]}))
+    X = np.ones((3, 2))
+    X[1, 1] = np.inf
+    with pytest.raises(ValueError, match=r"inf in the row of task 'b', column 1 \(1 row\(s\) of 3"):
+        align_features(X, labels)
+    with pytest.raises(ValueError, match="in the row of task 'b', column 1"):
+        align_features(pd.DataFrame(X, index=["a", "b", "c"]), labels)
+    with pytest.raises(ValueError, match="row 1, column 1"):
+        check_features(X)  # no ids given: the position
 
 
 def test_answer_tensors_and_annotation_matrix():

@@ -28,8 +28,13 @@ __all__ = ["align_features", "check_features", "TaskAnswers", "annotation_matrix
 DENSE_LIMIT = 5_000_000
 
 
-def check_features(X, what: str = "X") -> np.ndarray:
-    """2-D finite float array, or one ``ValueError`` naming the problem."""
+def check_features(X, what: str = "X", rows=None) -> np.ndarray:
+    """2-D finite float array, or one ``ValueError`` naming the problem.
+
+    A NaN or infinite value is named by its first row and column (``rows``: the ids of the
+    rows, e.g. task ids, to name the row by; default its position), so that it can be found
+    in the file it came from.
+    """
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -39,8 +44,14 @@ def check_features(X, what: str = "X") -> np.ndarray:
     X = X.reshape(len(X), -1)
     if X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"{what} is empty (shape {X.shape})")
-    if not np.all(np.isfinite(X)):
-        raise ValueError(f"{what} contains NaN or infinite values")
+    finite = np.isfinite(X)
+    if not finite.all():
+        bad_rows = np.flatnonzero(~finite.all(axis=1))
+        i = int(bad_rows[0])
+        j = int(np.flatnonzero(~finite[i])[0])
+        where = f"the row of task {rows[i]!r}" if rows is not None and len(rows) == len(X) else f"row {i}"
+        raise ValueError(f"{what} contains NaN or infinite values: {X[i, j]} in {where}, column {j} "
+                         f"({len(bad_rows)} row(s) of {len(X)} hold one)")
     return X
 
 
@@ -54,7 +65,12 @@ def align_features(X, labels: CrowdLabels, task_index=None) -> np.ndarray:
         X = labels.features
     if isinstance(X, pd.DataFrame):
         task_index, X = X.index, X.to_numpy()
-    X = check_features(X)
+    rows = None
+    if task_index is not None:
+        rows = pd.Index(task_index)
+    elif X is not None and len(X) == labels.n_tasks:
+        rows = labels.tasks  # row n is task code n
+    X = check_features(X, rows=rows)
     if task_index is not None:
         task_index = pd.Index(task_index)
         if len(task_index) != len(X):
