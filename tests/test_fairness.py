@@ -11,6 +11,7 @@ from crowdlearn.fairness import (
     split_workers_by_group,
     worker_bias_table,
 )
+from crowdlearn.core.data import CrowdLabels
 from crowdlearn.registry import get_method
 from conftest import SHARED_DATA, load_shared, skip_missing
 
@@ -274,3 +275,14 @@ def test_fair_thresholds_at_strength_zero_are_the_aggregators_labels():
     mv = get_method("mv")().fit(df)
     assert (mv.probas_[1] == 0.5).sum() > 50 and (mv.labels_[mv.probas_[1] == 0.5] == 1).any()
     pd.testing.assert_series_equal(fair_thresholds(mv.probas_, group, strength=0.0), mv.labels_)
+
+
+def test_split_workers_keeps_unanswered_tasks_their_gold_and_the_features():
+    answers = pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["u", "v", "u", "v"], "label": ["x", "y", "x", "x"]})
+    data = CrowdLabels.from_frame(answers, all_tasks=[1, 2, 3], truth=pd.Series(["x", "y", "x"], index=[1, 2, 3]),
+                                  classes=["x", "y", "z"]).with_features(np.arange(6.0).reshape(3, 2))
+    split = split_workers_by_group(data, {1: "a", 2: "b", 3: "a"})
+    assert split.tasks.equals(data.tasks) and list(split.classes) == ["x", "y", "z"]
+    assert np.array_equal(split.truth, data.truth) and np.array_equal(split.features, data.features)
+    assert list(split.workers) == ["u|a", "u|b", "v|a", "v|b"]
+    assert split.to_frame()["worker"].tolist() == ["u|a", "v|a", "u|b", "v|b"]

@@ -32,18 +32,20 @@ __all__ = ["split_workers_by_group", "fair_thresholds"]
 def split_workers_by_group(labels: Any, groups: Any, sep: str = "|") -> CrowdLabels:
     """The answers with worker ``w`` on a task of group ``g`` renamed ``f"{w}{sep}{g}"``.
 
-    Tasks, classes and gold are unchanged, so the posteriors of any aggregator fitted on the
-    result line up with a fit on the original answers.
+    Tasks (including tasks without answers), classes, gold and features are unchanged, so the
+    posteriors of any aggregator fitted on the result line up with a fit on the original
+    answers.
     """
     data = as_crowd_labels(labels)
     g = task_groups(groups, data.tasks)
-    frame = data.to_frame()
-    frame["worker"] = frame["worker"].astype(str) + sep + g.reindex(frame["task"]).astype(str).to_numpy()
-    truth = None
-    if data.truth is not None and np.any(data.truth >= 0):
-        known = data.truth >= 0
-        truth = pd.Series(data.classes.take(data.truth[known]), index=data.tasks[known])
-    return CrowdLabels.from_frame(frame, truth=truth, classes=list(data.classes))
+    # recoded in place, not rebuilt from a frame of the answers: a frame holds no unanswered
+    # task, no gold of one and no features, and the split data silently lost them
+    names = (data.workers.astype(str).to_numpy(dtype=object)[data.worker] + sep
+             + g.astype(str).to_numpy(dtype=object)[data.task])
+    codes, workers = pd.factorize(names, sort=True)
+    return CrowdLabels.from_codes(data.task, codes, data.label, tasks=data.tasks,
+                                  workers=pd.Index(workers, name="worker"),
+                                  classes=data.classes, truth=data.truth, features=data.features)
 
 
 def fair_thresholds(probas: pd.DataFrame, groups: Any, positive: Any = 1, strength: float = 1.0,
