@@ -236,3 +236,16 @@ def test_real_data_accuracy(name, kwargs, floor):
         mv = MajorityVote().fit(data)
         assert acc >= float((mv.labels_.loc[truth.index] == truth).mean())
     assert glad.converged_
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_predict_proba_finds_a_fitted_task_named_as_text(stream):
+    # tasks fitted as numbers and scored from a CSV (text ids) keep their fitted difficulty,
+    # as workers and classes are matched by value
+    data, _, _ = glad_crowd(n_tasks=60, n_workers=8, per_task=4, seed=2)
+    frame = data.to_frame()
+    model = GLAD().partial_fit(frame) if stream else GLAD().fit(frame)
+    part = frame.iloc[:12]
+    as_text = part.assign(task=part["task"].astype(str))
+    np.testing.assert_allclose(model.predict_proba(as_text).to_numpy(), model.predict_proba(part).to_numpy(),
+                               atol=1e-12)

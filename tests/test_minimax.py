@@ -208,3 +208,15 @@ def test_numpy_memory_guard_does_not_advise_installing_numba_when_installed():
         cl.MinimaxEntropy(solver="lbfgs", backend="numpy", max_cells=10).fit(df)
     if kernels.compiled_kernels() is not None:
         assert "install numba" not in str(err.value) and "backend='numba'" in str(err.value)
+
+
+def test_predict_proba_finds_a_fitted_task_named_as_text():
+    # a task of the fit named "3" (answers read from a CSV) keeps its fitted tau, as workers and
+    # classes are matched by value
+    data = simulate.dawid_skene(60, 8, 3, labels_per_task=4, seed=4)
+    frame = data.to_frame()
+    model = cl.get_method("minimax")().fit(frame)
+    part = frame.iloc[:12]
+    as_text = part.assign(task=part["task"].astype(str))
+    np.testing.assert_allclose(model.predict_proba(as_text).to_numpy(), model.predict_proba(part).to_numpy(),
+                               atol=1e-12)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import Tags
-from ..core.data import CrowdLabels
+from ..core.data import CrowdLabels, positions_by_value
 from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
 from .online import TASK_RESULTS, OnlineState, row_softmax
@@ -445,7 +445,9 @@ class GLAD(OnlineState, BaseAggregator):
         k = data.n_classes
         if k == 1:
             return np.ones((data.n_tasks, 1))
-        pos = self.tasks_.get_indexer(data.tasks)
+        # a task of the fit keeps its difficulty when named by value (task "3" of a CSV is the
+        # fit's task 3), as workers and classes are matched (align_to_fit)
+        pos = positions_by_value(self.tasks_, data.tasks, "the fitted tasks")
         default = np.clip(float(self.log_beta_prior_mean), -LOG_BETA_BOUND, LOG_BETA_BOUND)
         log_beta = np.where(pos >= 0, self._log_beta[np.maximum(pos, 0)], default)
         task = data.task.astype(np.intp)

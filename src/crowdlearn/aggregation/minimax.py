@@ -48,7 +48,7 @@ from scipy.special import log_softmax
 
 from ..core import kernels
 from ..core.base import Tags
-from ..core.data import CrowdLabels
+from ..core.data import CrowdLabels, positions_by_value
 from ..core.stats import clamp_to_gold, expected_skills, logsumexp, soft_confusion_counts
 from .base import BaseAggregator
 
@@ -300,7 +300,9 @@ class MinimaxEntropy(BaseAggregator):
         k, n_t, n = data.n_classes, data.n_tasks, data.n_labels
         sig = self.worker_params_
         tau = np.zeros((n_t, k, k))
-        seen = self.tasks_.get_indexer(data.tasks)
+        # by value, as workers and classes are matched (align_to_fit): task "3" of a CSV is
+        # the fit's task 3 and keeps its tau
+        seen = positions_by_value(self.tasks_, data.tasks, "the fitted tasks")
         tau[seen >= 0] = self.task_params_[seen[seen >= 0]]
         kern = kernels.compiled_kernels() if kernels.resolve_backend(self.backend, n) == "numba" else None
         if self.solver_ == "block" and kern is None:
