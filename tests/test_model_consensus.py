@@ -191,3 +191,15 @@ def test_auto_picks_the_full_confusion_model_when_annotators_confuse_classes_ali
     # with the structure learned, the consensus beats the majority vote
     mv = data.classes.get_indexer(MajorityVote().fit(data).labels_)
     assert np.mean(codes(data, full) == y) > np.mean(mv == y) + 0.05
+
+
+def test_probabilities_indexed_by_numbers_score_tasks_read_as_text():
+    # answers read from a CSV name task "0"; a classifier's frame read with pandas names it 0
+    df = pd.DataFrame({"task": ["0", "0", "1", "1", "2"], "worker": ["u", "v", "u", "v", "v"],
+                       "label": ["x", "x", "y", "x", "y"]})
+    probs = pd.DataFrame({"x": [0.9, 0.2, 0.4, 0.5], "y": [0.1, 0.8, 0.6, 0.5]}, index=[0, 1, 2, 3])
+    res = model_consensus(df, probs, variant=ONE)
+    same = model_consensus(df, probs.set_axis(["0", "1", "2", "3"], axis=0), variant=ONE)
+    np.testing.assert_allclose(res.probas.to_numpy(), same.probas.to_numpy())
+    # the answered tasks as the answers name them; a task nobody answered keeps its own id
+    assert list(res.probas.index) == ["0", "1", "2", 3]

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, row_list
+from ..core.data import CrowdLabels, as_crowd_labels, ids_like, row_list
 from ..core.stats import TINY, argmax_random_ties, vote_fractions
 
 __all__ = ["model_consensus", "ModelConsensus", "WORKER_MODELS", "CALIBRATIONS"]
@@ -145,6 +145,9 @@ def _align(labels: Any, pred_probs: Any) -> tuple[CrowdLabels, np.ndarray]:
                                   index=pred_probs.index, columns=data.classes)
     if isinstance(pred_probs, pd.DataFrame):
         frame = pred_probs
+        # rows named by value: a classifier's frame indexed by numbers scores the tasks of
+        # answers read as text ("17"), as the other tables keyed by task do
+        frame = frame.set_axis(ids_like(frame.index, data.tasks, "pred_probs"), axis=0)
         if frame.index.has_duplicates:
             dup = frame.index[frame.index.duplicated()][0]
             raise ValueError(f"pred_probs: task {dup!r} appears in more than one row")
