@@ -286,3 +286,12 @@ def test_split_workers_keeps_unanswered_tasks_their_gold_and_the_features():
     assert np.array_equal(split.truth, data.truth) and np.array_equal(split.features, data.features)
     assert list(split.workers) == ["u|a", "u|b", "v|a", "v|b"]
     assert split.to_frame()["worker"].tolist() == ["u|a", "v|a", "u|b", "v|b"]
+
+
+def test_group_report_orders_number_groups_by_value_also_when_read_as_text():
+    pred = pd.Series([1, 0, 1, 0], index=list("abcd"))
+    for groups in ([9, 10, 18, 9], ["9", "10", "18", "9"]):
+        report = group_report(pred, None, pd.Series(groups, index=list("abcd")))
+        assert [str(g) for g in report.index] == ["9", "10", "18"]
+    mixed = group_report(pred, None, pd.Series(["b", "10", "a", "9"], index=list("abcd")))
+    assert list(mixed.index) == ["9", "10", "a", "b"]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.data import keyed_gold
+from ..core.data import keyed_gold, label_number
 from ..diagnostics.metrics import equal_by_value, positions_by_value
 
 __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
@@ -109,7 +109,7 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
         # different negatives are not a right answer)
         right = equal_by_value(np.asarray(predicted, dtype=object), t)
     rows = {}
-    for name in sorted(g.unique(), key=str):
+    for name in sorted(g.unique(), key=_group_order):
         m = (g == name).to_numpy()
         row = {"tasks": int(m.sum()), "positive_rate": float(pos[m].mean())}
         if y is not None:
@@ -127,6 +127,13 @@ def group_report(predicted: pd.Series, truth: pd.Series | None, groups: Any, pos
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "group"
     return out
+
+
+def _group_order(group: Any) -> tuple:
+    """Sort key of the report's rows: groups spelling numbers by value, first (ages 9, 10, 18,
+    also when read as text, not "10" < "18" < "9"), then the others by their text."""
+    number = label_number(group)
+    return (0, number, "") if number is not None else (1, 0, str(group))
 
 
 def disparities(report: pd.DataFrame, theta: float | None = None) -> dict:
