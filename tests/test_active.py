@@ -345,3 +345,14 @@ def test_answers_of_one_class_only_give_finite_scores_without_warnings(method, s
     answers = pd.DataFrame({"task": ["t1", "t2"], "worker": ["w1", "w2"], "label": ["a", "a"]})
     pick = ActiveLoop(method=method, strategy=strategy).observe(answers).suggest(3, tasks=["t1", "t2", "t3"])
     assert len(pick) == 3 and np.isfinite(pick["score"]).all()
+
+
+def test_observe_spells_later_ids_as_first_seen():
+    """A later batch naming task 2 as text ("2", from a CSV) after the number 2 (Parquet) is
+    the same task, as ``partial_fit`` reads it; it was refused as one id of two types."""
+    loop = ActiveLoop()
+    loop.observe(pd.DataFrame({"task": [1, 1, 2, 2], "worker": ["a", "b", "a", "b"], "label": ["x", "x", "y", "y"]}))
+    loop.observe(pd.DataFrame({"task": ["2", "3"], "worker": ["c", "c"], "label": ["y", "x"]}))
+    assert loop.answers_.tasks.tolist() == [1, 2, "3"]
+    assert loop.answers_.n_labels == 6
+    assert set(loop.suggest(3)["task"]) == {1, 2, "3"}

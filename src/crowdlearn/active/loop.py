@@ -90,7 +90,17 @@ class ActiveLoop:
         if missing:
             raise ValueError(f"answers need the columns task, worker, label; missing {missing}")
         if len(frame):
-            self._frames.append(frame[["task", "worker", "label"]])
+            frame = frame[["task", "worker", "label"]]
+            if self._frames:
+                # a later batch may name the same task or worker with another type (17 from
+                # Parquet, "17" from a CSV): spelled as first seen, as ``partial_fit`` does, not
+                # refused as one id of two types
+                for col in ("task", "worker"):
+                    seen = pd.unique(pd.concat([f[col] for f in self._frames]))
+                    kind = pd.api.types.infer_dtype
+                    if kind(frame[col], skipna=True) != kind(seen, skipna=True):
+                        frame = frame.assign(**{col: ids_like(frame[col], seen, col).to_numpy()})
+            self._frames.append(frame)
             self._stale = self._consensus_stale = True
         return self
 
