@@ -209,6 +209,9 @@ def test_budget_zero_is_an_empty_suggestion_in_python_and_on_the_command_line(tm
     assert out.read_text() == "task,worker,score\n"
     assert main(["next", str(src), "--budget", "-1"]) == 2
     assert "crowdlearn: error: --budget must be >= 0, got -1" in capsys.readouterr().err
+    # a worker rule without workers to choose among was silently ignored
+    assert main(["next", str(src), "--budget", "2", "--worker-strategy", "greedy"]) == 2
+    assert "--worker-strategy chooses among the workers of --workers" in capsys.readouterr().err
 
 
 def test_cli_next_lists_match_number_ids_of_parquet_answers(tmp_path, capsys):

@@ -1150,12 +1150,14 @@ def _cmd_next(args) -> int:
 
     if args.budget < 0:  # 0 is ActiveLoop.suggest(0): no suggestion, a header-only table
         raise UsageError(f"--budget must be >= 0, got {args.budget}")
+    if args.worker_strategy is not None and not args.workers:  # it would choose among nobody
+        raise UsageError("--worker-strategy chooses among the workers of --workers: give that file too")
     cols = [args.task_col, args.worker_col, args.label_col]
     with naming_file(args.input):
         answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
                                          first_line=first_record_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
-                      worker_strategy=args.worker_strategy if args.workers else None,
+                      worker_strategy=(args.worker_strategy or "eig") if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
     loop.observe(answers)
     # the lists name tasks and workers by the answers' columns, as aggregate's --tasks does
@@ -1355,7 +1357,7 @@ def build_parser() -> argparse.ArgumentParser:
     nx.add_argument("--tasks", help="file with the --task-col column: the pool to choose from "
                     "(default: the tasks answered so far; new tasks are scored with the class prior)")
     nx.add_argument("--workers", help="file with the --worker-col column: who can be asked now")
-    nx.add_argument("--worker-strategy", default="eig",
+    nx.add_argument("--worker-strategy", default=None,
                     help="eig (default; the worker whose answer tells most about the task; with "
                     "--strategy eig or kg, task and worker are chosen together), eig-thompson, greedy, ucb, "
                     "thompson or epsilon (on the estimated accuracies)")
