@@ -309,3 +309,15 @@ def test_predict_worker_unknown_worker_is_one_clear_error():
     assert m.predict_worker(X, "w0").shape == (2,)
     with pytest.raises(ValueError, match="worker 'zz' was not seen during fit"):
         m.predict_worker(X, "zz")
+    with pytest.raises(ValueError, match="worker 'zz' was not seen during fit"):
+        m.predict_proba(X, "zz")
+
+
+def test_worker_ids_are_found_by_value():
+    """Worker "7" (read from a CSV) is the fit's worker 7: predict_proba(X, "7") fell through
+    to "projection must be a finite vector", predict_worker called it unseen."""
+    frame = pd.DataFrame({"task": ["a", "a", "b", "b"], "worker": [7, 8, 7, 8], "label": ["x", "x", "y", "x"]})
+    X = np.array([[0.0, 1.0], [1.0, 0.0]])
+    m = MMLC(epochs=2).fit(X, CrowdLabels.from_frame(frame))
+    np.testing.assert_array_equal(m.predict_proba(X, "7"), m.predict_proba(X, 7))
+    np.testing.assert_array_equal(m.predict_worker(X, "8"), m.predict_worker(X, 8))

@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 from ..core.base import check_fitted
-from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.data import CrowdLabels, as_crowd_labels, positions_by_value
 from ..learning.base import CrowdClassifier
 
 __all__ = ["MMLC", "PRESETS", "AnswerBatch"]
@@ -335,8 +335,8 @@ class MMLC(CrowdClassifier):
         """
         check_fitted(self)
         X = self._features(X)
-        if not isinstance(projection, (np.ndarray, list, tuple, pd.Series)) and projection in self.workers_:
-            projection = self.worker_projections_.loc[projection].to_numpy()
+        if not isinstance(projection, (np.ndarray, list, tuple, pd.Series)):
+            projection = self._projection_of(projection)
         g = np.array(projection, dtype=np.float64)
         if g.shape not in ((self.n_experts_,), (X.shape[0], self.n_experts_)) or not np.all(np.isfinite(g)):
             raise ValueError(f"projection must be a finite vector of length {self.n_experts_} "
@@ -382,7 +382,13 @@ class MMLC(CrowdClassifier):
             When ``worker`` was not seen during fit (it has no fitted projection).
         """
         check_fitted(self)
-        if worker not in self.worker_projections_.index:
+        return self.predict_proba(X, self._projection_of(worker)).argmax(1)
+
+    def _projection_of(self, worker) -> np.ndarray:
+        """The fitted projection of ``worker``, found by id value (worker ``"17"`` of a CSV is
+        the fit's worker 17, as answers are matched elsewhere)."""
+        pos = positions_by_value(self.worker_projections_.index, [worker], "the fitted workers")[0]
+        if pos < 0:
             raise ValueError(f"worker {worker!r} was not seen during fit, so it has no projection; "
                              "pass predict_proba(X, projection) a projection vector instead")
-        return self.predict_proba(X, self.worker_projections_.loc[worker].to_numpy()).argmax(1)
+        return self.worker_projections_.iloc[pos].to_numpy()
