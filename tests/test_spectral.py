@@ -184,13 +184,13 @@ DEGENERATE = {
         CrowdLabels.from_records(
             [(f"t{i}", f"w{j}", "a") for i in range(5) for j in range(3)], classes=["a", "b"]
         ),
-        "singular",
+        "two classes",  # "b" has no answer: one class is left to the moment step
     ),
     "one class": (
         CrowdLabels.from_records([(f"t{i}", f"w{i % 3}", "x") for i in range(6)]),
         "two classes",
     ),
-    "single answer": (CrowdLabels.from_records([("t", "w", "y")], classes=["n", "y"]), "three"),
+    "single answer": (CrowdLabels.from_records([("t", "w", "y")], classes=["n", "y"]), "two classes"),
 }
 
 
@@ -362,3 +362,21 @@ def test_spectral_groups_follow_the_answers_not_the_worker_ids():
     alone = np.array([keys.count(key) == 1 for key in keys])
     assert alone.sum() == data.n_workers - 12
     np.testing.assert_array_equal(b.groups_[back][alone], a.groups_[alone])
+
+
+@pytest.mark.parametrize("name", ["spectral-ds", "multispa", "multispa-ds", "multispa-kl", "cnmf",
+                                  "tensor-admm", "eigenratio"])
+def test_a_class_nobody_answered_changes_nothing(name):
+    """Gold attached for scoring (``aggregate --gold``, ``benchmark``) with a class no worker
+    answered adds that class to the table; the moment step spent a factor on it, so cnmf
+    gave it to 28 of 200 tasks (posterior 0.996) and multispa, multispa-kl and tensor-admm
+    changed 6-11 labels of an unsupervised fit that never saw the gold."""
+    data = simulate.dawid_skene(200, 15, 3, labels_per_task=4, seed=0)
+    frame = data.to_frame().astype({"label": str})
+    truth = data.truth_series().astype(str)
+    truth.iloc[:40] = "9"  # a class only the gold has
+    plain = get_method(name)().fit(CrowdLabels.from_frame(frame))
+    scored = get_method(name)().fit(CrowdLabels.from_frame(frame, truth=truth))
+    assert list(scored.classes_) == ["0", "1", "2", "9"]
+    assert scored.probas_["9"].max() < 1e-9
+    np.testing.assert_allclose(scored.probas_[plain.classes_].to_numpy(), plain.probas_.to_numpy(), atol=1e-9)

@@ -66,6 +66,7 @@ __all__ = [
     "pair_moments",
     "worker_rank",
     "complete_unidentified",
+    "moments_of_answered_classes",
 ]
 
 FLOOR = 1e-6  # confusion entries floor (the Spectral-DS and MultiSPA reference codes)
@@ -292,6 +293,50 @@ def _smoothed_columns(data: CrowdLabels, post: np.ndarray, alpha: float, diag_al
     return normalise_columns(filled)
 
 
+def moments_of_answered_classes(step, data: CrowdLabels) -> tuple[np.ndarray, np.ndarray]:
+    """``step(data)`` on the classes that have answers, embedded back into all K classes.
+
+    A class nobody answered (one only the gold has, or one named in ``classes``) leaves no
+    trace in any co-occurrence statistic, yet a rank-K factorisation still spends a factor
+    on it: noise then becomes a class, and tasks nobody answered with it got it as their
+    label.  So the moment step sees only the answered classes; an unanswered true class gets
+    prior 0 (the answers give it no weight) and a uniform column over the answered classes.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(data) -> (conf_cols (W, K answer, K true) column-stochastic, prior (K,))``.
+    data : CrowdLabels
+
+    Returns
+    -------
+    conf_cols : ndarray (W, K, K)
+    prior : ndarray (K,)
+
+    Raises
+    ------
+    Degenerate
+        When fewer than two classes have answers.
+    """
+    k, m = data.n_classes, data.n_workers
+    answered = np.bincount(data.label, minlength=k) > 0
+    if answered.all():
+        return step(data)
+    r = int(answered.sum())
+    if r < 2:
+        raise Degenerate("fewer than two classes have answers")
+    code = np.cumsum(answered) - 1  # class code -> its position among the answered classes
+    sub = CrowdLabels(data.task, data.worker, code[data.label], tasks=data.tasks,
+                      workers=data.workers, classes=data.classes[answered])
+    sub_cols, sub_prior = step(sub)
+    conf_cols = np.zeros((m, k, k))
+    conf_cols[:, answered[:, None] & answered[None, :]] = sub_cols.reshape(m, r * r)
+    conf_cols[:, answered[:, None] & ~answered[None, :]] = 1.0 / r
+    prior = np.zeros(k)
+    prior[answered] = sub_prior
+    return conf_cols, prior
+
+
 # ======================================================================= shared base
 class MomentThenEM(ConfusionAggregator):
     """Moment estimate of the confusions, MAP posteriors, then ``n_em_iter`` DS EM rounds."""
@@ -320,7 +365,7 @@ class MomentThenEM(ConfusionAggregator):
                     f"{k} classes: the moment step of {type(self).__name__} is limited to "
                     f"{self._max_classes} classes"
                 )
-            conf_cols, prior = self._moment_step(data)
+            conf_cols, prior = moments_of_answered_classes(self._moment_step, data)
             if not (np.all(np.isfinite(conf_cols)) and np.all(np.isfinite(prior))):
                 raise Degenerate("the moment estimate is not finite")
         except Degenerate as why:
