@@ -75,6 +75,34 @@ def test_cnmf_worker_cap_completes_the_rest():
     assert _acc(est, data) > 0.95
 
 
+def test_cnmf_two_crowds_without_a_common_worker():
+    """One file holding two crowds (no worker, no task in common): every block between them
+    was imputed, their classes were coupled in an arbitrary order, and the second crowd came
+    out at 0.57 accuracy (0.83 fitted alone, MV 0.87).  Only the largest component is
+    factorised now; the other is completed from the posterior."""
+    import pandas as pd
+
+    from crowdlearn import CrowdLabels
+
+    frames, truths, alone = [], [], {}
+    for crowd, seed in (("A", 1), ("B", 2)):
+        data = simulate.dawid_skene(300, 20, 3, labels_per_task=4, seed=seed)
+        alone[crowd] = _acc(CoupledNMF().fit(data), data)
+        frame = data.to_frame()
+        frame["task"] = crowd + frame["task"].astype(str)
+        frame["worker"] = crowd + frame["worker"].astype(str)
+        frames.append(frame)
+        truths.append(data.truth_series().rename(lambda t, c=crowd: c + str(t)))
+    both = CrowdLabels.from_frame(pd.concat(frames), truth=pd.concat(truths))
+    est = CoupledNMF().fit(both)
+    truth = both.truth_series()
+    for crowd in "AB":
+        tasks = [t for t in truth.index if t.startswith(crowd)]
+        acc = float((est.labels_[tasks] == truth[tasks]).mean())
+        assert acc > alone[crowd] - 0.03, (crowd, acc, alone[crowd])
+    assert est.identified_.sum() == 20  # one crowd factorised, the other completed
+
+
 def test_em_refinement_and_determinism():
     data = simulate.dawid_skene(1500, 30, 3, labels_per_task=5, seed=4)
     for method in (CoupledNMF, TensorADMM):
