@@ -192,6 +192,27 @@ def test_gold_items_without_answers_are_noted(tmp_path, capsys, kind):
     assert "1 of 4 gold item(s) have no answers and are not scored (e.g. '7')" in err
 
 
+def test_gold_classes_no_worker_answered_are_noted(tmp_path, capsys):
+    """Gold spelled otherwise than the answers (``true`` for ``True``) made classes of its
+    own and an accuracy of 0 without a word, in aggregate, report and benchmark alike; gold
+    in the answers' spelling says nothing."""
+    folder = tmp_path / "case"
+    folder.mkdir()
+    (folder / "labels.csv").write_text("task,worker,label\n1,a,True\n1,b,True\n2,a,False\n2,b,False\n")
+    (folder / "truth.csv").write_text("task,truth\n1,true\n2,False\n3,true\n")
+    note = "1 gold class(es) appear in no answer ('true'; labels are compared as written): the 1 answered"
+    for args in (["aggregate", str(folder / "labels.csv"), "--method", "mv", "--out", str(tmp_path / "o.csv")],
+                 ["report", str(folder / "labels.csv"), "--method", "mv", "--out", str(tmp_path / "r.html")],
+                 ["benchmark", str(folder), "--methods", "mv"]):
+        if args[0] != "benchmark":
+            args += ["--gold", str(folder / "truth.csv")]
+        code, _, err = run(args, capsys)
+        assert code == 0 and note in err, (args[0], err)
+    (folder / "truth.csv").write_text("task,truth\n1,True\n2,False\n")
+    code, _, err = run(["benchmark", str(folder), "--methods", "mv"], capsys)
+    assert code == 0 and err == ""
+
+
 def test_gzip_named_csv_says_compressed(tmp_path, capsys):
     import gzip
 

@@ -215,6 +215,38 @@ def _note_unmatched_gold(gold_file, truth, units, unit: str = "task") -> None:
               f"answers and are not scored (e.g. {alone[0]!r})", file=sys.stderr)
 
 
+def _note_unanswered_gold_classes(gold_file, data) -> None:
+    """One line on stderr when the gold of answered tasks names classes no worker answered.
+
+    Labels are compared as written, so gold spelled otherwise than the answers (``true`` for
+    ``True``, ``Yes`` for ``yes``) becomes classes of its own: every such task is scored
+    wrong, and the accuracy alone (0 when no spelling matches) does not say why.  A class only
+    the gold has is legal (a rare class no worker chose), hence a note, not an error.
+
+    Parameters
+    ----------
+    gold_file : path-like
+        The file the gold was read from, named in the note.
+    data : CrowdLabels
+        The answers with the gold attached; other tables are not checked.
+    """
+    import numpy as np
+
+    from .core.data import CrowdLabels, show_value
+
+    if not isinstance(data, CrowdLabels) or data.truth is None or data.n_labels == 0:
+        return
+    known = data.truth[(data.truth >= 0) & (data.labels_per_task() > 0)]
+    unanswered = np.setdiff1d(np.unique(known), np.unique(data.label))
+    if len(unanswered):
+        shown = ", ".join(show_value(c) for c in data.classes[unanswered[:5]])
+        n_tasks = int(np.isin(known, unanswered).sum())
+        print(f"crowdlearn: note: {gold_file}: {len(unanswered)} gold class(es) appear in no "
+              f"answer ({shown}{', ...' if len(unanswered) > 5 else ''}; labels are compared as "
+              f"written): the {n_tasks} answered task(s) with that gold have no answer to "
+              "agree with", file=sys.stderr)
+
+
 def _read_answer_gold(args, kind: str, extra: dict):
     """Gold of the answer kinds: ``task,truth`` (continuous, multi-label); pairwise gold by
     item, within the ``group`` column when the answers are grouped, read as ``benchmark``
@@ -264,6 +296,7 @@ def _table_with_gold(args, build, truth, task_ids):
     with naming_file(args.input, args.gold):
         data = build(truth)
     _note_unmatched_gold(args.gold, truth, data.tasks)
+    _note_unanswered_gold_classes(args.gold, data)
     return data
 
 
@@ -627,6 +660,7 @@ def _aggregate_labels(args, kind: str, colmap: dict, first_line, read: list | No
     groups = _read_groups(args, data, cols[0]) if args.group_col else None  # checked before the fit
     has_gold = data.truth is not None and bool((data.truth >= 0).any())
     _note_unmatched_gold(args.gold, truth, data.tasks)
+    _note_unanswered_gold_classes(args.gold, data)
     del truth
     name = args.method or DEFAULT_METHODS[kind]
     est = _make_estimator(name, kind, args.seed, params)
@@ -898,6 +932,7 @@ def _note_folder_gold(folder: Path, kind: str, data) -> None:
     gold = _read_gold(file, "task", (*GOLD_COLUMNS, "score"))
     _note_unmatched_gold(file, gold.set_axis(strip_text(gold.index)),  # ids as the answers' are
                          data.items if pairs else data.tasks, "item" if pairs else "task")
+    _note_unanswered_gold_classes(file, data)
 
 
 def _cmd_benchmark(args) -> int:
