@@ -160,6 +160,44 @@ def test_never_worse_than_em_from_majority_vote_with_adversaries(k, per_task, ac
         assert accuracy(est, data) >= base - 0.005, (cls.__name__, accuracy(est, data), base)
 
 
+def test_moment_only_safeguard_falls_back_to_majority_vote():
+    """With ``n_em_iter=0`` the moment estimate is compared with majority vote too: one DS
+    EM round from each, the higher log-likelihood wins (``init_`` says which; majority
+    vote's round is returned).  40% of the
+    workers always answer one class, which the one-coin EigenRatio model cannot express: its
+    labels were 0.52 accurate against majority vote's 0.74 (simulated, seed 0)."""
+    data = simulate.dawid_skene(2000, 40, 3, labels_per_task=5, seed=0, fixed_class=0.4)
+    mv = accuracy(get_method("mv")().fit(data), data)
+    raw = get_method("eigenratio")(compare_with_mv=False).fit(data)
+    assert raw.init_ == "moment" and accuracy(raw, data) < mv - 0.15
+    est = get_method("eigenratio")().fit(data)
+    assert est.init_ == "majority vote" and est.fallback_ is None
+    assert accuracy(est, data) >= mv - 0.01
+    assert est.n_iter_ == 1 and len(est.history_) == 1
+    assert est.moment_confusions_ is not None  # the rejected estimate stays inspectable
+    # the returned model is one DS EM round from majority vote, and its posteriors
+    ref = DawidSkene(max_iter=1, alpha=est.alpha, diag_alpha=est.diag_alpha,
+                     prior_alpha=est.prior_alpha).fit(data)
+    np.testing.assert_allclose(est.confusions_, ref.confusions_, atol=1e-10)
+    np.testing.assert_allclose(est.probas_.to_numpy(), ref.probas_.to_numpy(), atol=1e-10)
+    assert est.history_ == pytest.approx(ref.history_)
+
+
+def test_moment_only_safeguard_keeps_a_better_moment_estimate():
+    """The comparison is like with like: MultiSPA's own (floored, unfitted) model scores
+    about 2.6e4 nats below the DS model fitted to majority vote on this adversarial crowd,
+    yet its labels are 0.94 accurate against majority vote's 0.75; after one M-step from
+    each posterior the moment start wins, and the moment posteriors are returned as they
+    were."""
+    data = simulate.dawid_skene(3000, 50, 3, labels_per_task=6, seed=0, adversaries=0.3)
+    raw = MultiSPA(compare_with_mv=False).fit(data)
+    est = MultiSPA().fit(data)
+    assert est.init_ == "moment" and est.n_iter_ == 0 and len(est.history_) == 1
+    np.testing.assert_allclose(est.probas_.to_numpy(), raw.probas_.to_numpy(), atol=1e-12)
+    np.testing.assert_allclose(est.confusions_, est.moment_confusions_, atol=1e-12)
+    assert accuracy(est, data) > accuracy(get_method("mv")().fit(data), data) + 0.15
+
+
 def test_adversaries_aligned_not_flipped():
     """Co-occurrence alignment keeps adversaries adversarial (no per-worker diagonal fix)."""
     data = simulate.dawid_skene(5000, 40, 3, labels_per_task=8, seed=2, adversaries=0.3)

@@ -210,8 +210,9 @@ class CoupledNMF(MomentThenEM):
         EM settings of :class:`~crowdlearn.aggregation.dawid_skene.DawidSkene`;
         ``alpha``/``diag_alpha`` also smooth the completion of non-factorised workers.
     compare_with_mv : bool, default True
-        With ``n_em_iter > 0``, also run EM from majority vote and keep the higher
-        likelihood (see :mod:`~crowdlearn.aggregation.moments`).
+        Also run EM from majority vote and keep the higher likelihood; with
+        ``n_em_iter=0``, one round from each judges the moment estimate (see
+        :mod:`~crowdlearn.aggregation.moments`).
     random_state : int, default 0
         Seed of tie-breaking (the method itself is deterministic: the subspace iteration
         starts from the co-occurrence columns of the two workers first in

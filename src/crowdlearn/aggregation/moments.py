@@ -22,7 +22,15 @@ and then runs ``n_em_iter`` DS EM rounds:
 * EM safeguard (``compare_with_mv=True``): the EM rounds are also run from majority vote
   and the run with the higher final log-likelihood is kept (``init_`` says which), as with
   several EM starts; moment estimates are noisy on small sparse crowds (see
-  :mod:`~crowdlearn.aggregation.spectral_ds` for the measurements).
+  :mod:`~crowdlearn.aggregation.spectral_ds` for the measurements).  With ``n_em_iter=0``
+  the same criterion judges the moment estimate: one EM round from the moment posteriors
+  and one from majority vote (the moment model is not a likelihood fit, so scoring it
+  as-is against a model fitted to majority vote would be unfair); when majority vote's
+  round ends higher it is returned (``init_ = "majority vote"``, ``n_iter_ = 1``),
+  otherwise the moment posteriors are returned unchanged.  Measured on simulated crowds:
+  MultiSPA on 200,000 tasks / 1,000 workers / 5 answers each went from 0.79 to 0.95
+  (majority vote 0.93); EigenRatio with 40% fixed-class workers from 0.52 to 0.86
+  (majority vote 0.74); adversarial, spammer and dense crowds keep the moment estimate.
 * Degenerate inputs (one class, one worker, singular moment matrices, no identified worker,
   too many classes, ...) make the moment step raise :class:`Degenerate`; the estimator then
   falls back to Dawid-Skene EM from majority vote (with ``n_em_iter`` rounds; with
@@ -382,6 +390,11 @@ class MomentThenEM(ConfusionAggregator):
         log_prior = np.log(np.maximum(prior, TINY))
         post, ll = kernels.estep(data, log_table, log_prior, "numpy")
         if self.n_em_iter == 0:
+            if self.compare_with_mv:
+                ds_mv = self._moment_loses_to_mv(data, gold, post)
+                if ds_mv is not None:
+                    self.init_ = "majority vote"
+                    return self._adopt(data, ds_mv)
             self.history_.append(ll)
             self._set_model(data, log_table, log_prior)
             return post
@@ -394,13 +407,33 @@ class MomentThenEM(ConfusionAggregator):
                 ds = ds_mv
         return self._adopt(data, ds)
 
-    def _em(self, data, gold, init) -> DawidSkene:
-        """``n_em_iter`` rounds of DS EM from posteriors ``init`` (None: majority vote).
+    def _moment_loses_to_mv(self, data, gold, post) -> DawidSkene | None:
+        """The moment-only safeguard: one DS EM round from the moment posteriors ``post``
+        and one from majority vote; the majority-vote fit when it ends at the higher
+        log-likelihood, else None (keep the moment estimate).
+
+        The EM safeguard's criterion, applied like with like: the moment model itself is not
+        a likelihood fit (floored columns, workers completed from a few identified ones), so
+        its log-likelihood against that of the DS model fitted to majority vote rejects it
+        on crowds where it is far better (measured: MultiSPA scores 2.6e4 nats below with
+        0.94 accuracy against majority vote's 0.75, 30% adversaries).  One M-step from each
+        posterior, with the same smoothing, gives two fitted models scored on the answers.
+        The winner's own posteriors are returned: the moment E-step as without the
+        safeguard (``n_em_iter=0`` asks for no EM), or the E-step of the DS model fitted to
+        majority vote, so that ``probas_`` is the posterior of ``confusions_``.
+        """
+        ds_moment = self._em(data, gold, post, n_iter=1)
+        ds_mv = self._em(data, gold, None, n_iter=1)
+        return ds_mv if ds_mv.history_[-1] > ds_moment.history_[-1] else None
+
+    def _em(self, data, gold, init, n_iter: int | None = None) -> DawidSkene:
+        """``n_iter`` (default ``n_em_iter``) rounds of DS EM from posteriors ``init`` (None:
+        majority vote).
 
         ``gold`` is this fit's class codes of the same table, so it goes in as
         :class:`GoldCodes`: a plain array is refused by ``fit``."""
         ds = DawidSkene(
-            max_iter=self.n_em_iter,
+            max_iter=self.n_em_iter if n_iter is None else n_iter,
             tol=self.tol,
             alpha=self.alpha,
             diag_alpha=self.diag_alpha,

@@ -121,7 +121,9 @@ class MultiSPA(MomentThenEM):
         EM settings (:class:`~crowdlearn.aggregation.dawid_skene.DawidSkene`); ``diag_alpha``
         also smooths the completion of unidentified workers.
     compare_with_mv : bool, default True
-        With ``n_em_iter > 0``: also run EM from majority vote, keep the higher likelihood.
+        Also run EM from majority vote, keep the higher likelihood; with ``n_em_iter=0``,
+        one round from each judges the moment estimate (see
+        :mod:`~crowdlearn.aggregation.moments`).
     random_state : int, default 0
         Seed of tie-breaking (the method itself is deterministic).
 
