@@ -27,10 +27,8 @@ and then runs ``n_em_iter`` DS EM rounds:
   and one from majority vote (the moment model is not a likelihood fit, so scoring it
   as-is against a model fitted to majority vote would be unfair); when majority vote's
   round ends higher it is returned (``init_ = "majority vote"``, ``n_iter_ = 1``),
-  otherwise the moment posteriors are returned unchanged.  Measured on simulated crowds:
-  MultiSPA on 200,000 tasks / 1,000 workers / 5 answers each went from 0.79 to 0.95
-  (majority vote 0.93); EigenRatio with 40% fixed-class workers from 0.52 to 0.86
-  (majority vote 0.74); adversarial, spammer and dense crowds keep the moment estimate.
+  otherwise the moment posteriors are returned unchanged (measurements: RESULTS.md,
+  section ``moment-safeguard``; ``compare_with_mv=False`` gives the moment estimate alone).
 * Degenerate inputs (one class, one worker, singular moment matrices, no identified worker,
   too many classes, ...) make the moment step raise :class:`Degenerate`; the estimator then
   falls back to Dawid-Skene EM from majority vote (with ``n_em_iter`` rounds; with
@@ -415,8 +413,7 @@ class MomentThenEM(ConfusionAggregator):
         The EM safeguard's criterion, applied like with like: the moment model itself is not
         a likelihood fit (floored columns, workers completed from a few identified ones), so
         its log-likelihood against that of the DS model fitted to majority vote rejects it
-        on crowds where it is far better (measured: MultiSPA scores 2.6e4 nats below with
-        0.94 accuracy against majority vote's 0.75, 30% adversaries).  One M-step from each
+        on crowds where it is far better (adversarial crowds).  One M-step from each
         posterior, with the same smoothing, gives two fitted models scored on the answers.
         The winner's own posteriors are returned: the moment E-step as without the
         safeguard (``n_em_iter=0`` asks for no EM), or the E-step of the DS model fitted to
