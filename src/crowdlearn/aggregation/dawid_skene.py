@@ -180,7 +180,9 @@ class DawidSkene(StepwiseEM, ConfusionAggregator):
             ll_prev = ll
         if self.n_iter_ == start_iter:  # no iteration ran: the parameters of the start
             log_table, log_prior = self._m_step(data, post, pseudo, backend)
-        # the returned posteriors are the E-step of exactly these parameters
+        # the returned posteriors are the E-step of exactly these parameters, except when no
+        # iteration ran (max_iter=0): then they are the start itself (majority vote, or
+        # ``init``) and the parameters are those fitted to it
         self._log_table = log_table
         self._log_prior = log_prior
         self.confusions_ = confusions_from_log_table(log_table, m)
