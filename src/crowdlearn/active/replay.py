@@ -40,7 +40,8 @@ def replay(labels: Any, strategy: str = "entropy", worker_strategy: str | None =
         Answers revealed per round (default: a tenth of the tasks, at least 1).
     budget : int, optional
         Stop after this many answers in all (default: every answer).  A budget above the
-        number of answers is capped at it.  With ``worker_strategy``, a worker's second
+        number of answers is capped at it; the ``start`` answers of every task are revealed
+        whatever the budget, so the first point of the curve may exceed a smaller one.  With ``worker_strategy``, a worker's second
         answer to a task (a repeated task, worker row) is never asked for, so the curve may
         end before every answer is revealed.
     random_state : int
