@@ -209,6 +209,11 @@ def test_budget_zero_is_an_empty_suggestion_in_python_and_on_the_command_line(tm
     assert out.read_text() == "task,worker,score\n"
     assert main(["next", str(src), "--budget", "-1"]) == 2
     assert "crowdlearn: error: --budget must be >= 0, got -1" in capsys.readouterr().err
+    # no answers yet (the first round of a loop): the error says what to do instead
+    (tmp_path / "none.csv").write_text("task,worker,label\n")
+    assert main(["next", str(tmp_path / "none.csv"), "--budget", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "no rows: next ranks tasks by the answers so far" in err and err.count("\n") == 1
     # a worker rule without workers to choose among was silently ignored
     assert main(["next", str(src), "--budget", "2", "--worker-strategy", "greedy"]) == 2
     assert "--worker-strategy chooses among the workers of --workers" in capsys.readouterr().err

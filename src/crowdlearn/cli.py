@@ -1189,8 +1189,15 @@ def _cmd_next(args) -> int:
         raise UsageError("--worker-strategy chooses among the workers of --workers: give that file too")
     cols = [args.task_col, args.worker_col, args.label_col]
     with naming_file(args.input):
-        answers = CrowdLabels.from_frame(read_table(args.input, columns=cols), *cols,
-                                         first_line=first_record_line(args.input))
+        try:
+            table = read_table(args.input, columns=cols)
+        except ValueError as exc:
+            if str(exc).endswith(": no rows"):  # the first round of a labelling loop
+                raise UsageError(f"{exc}: next ranks tasks by the answers so far; before any, no "
+                                 "task is more uncertain than another, so send a first round "
+                                 "of any tasks (e.g. a random sample of the pool)") from None
+            raise
+        answers = CrowdLabels.from_frame(table, *cols, first_line=first_record_line(args.input))
     loop = ActiveLoop(method=args.method, strategy=args.strategy,
                       worker_strategy=(args.worker_strategy or "eig") if args.workers else None,
                       random_state=args.seed if args.seed is not None else 0)
