@@ -9,9 +9,9 @@ one pass over the text in chunks of any size, for the table readers
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-__all__ = ["unclosed_quote_line", "unclosed_quote_at"]
+__all__ = ["unclosed_quote_line", "unclosed_quote_at", "one_row_per_line", "last_line_span"]
 
 #: the inside of a quoted value up to its closing quote: no quote but doubled ones
 _QUOTED_BODY = re.compile(r'[^"]*(?:""[^"]*)*')
@@ -100,3 +100,23 @@ def unclosed_quote_at(path, line: int) -> ValueError:
         "line is never closed, so the rest of the file would be read as part of it; close "
         "the quote, or remove it (a quote inside a quoted value is written twice)"
     )
+
+
+def one_row_per_line(rows: int, breaks: int, ends_with_break: bool, blank_lines: Callable[[], int]) -> bool:
+    """Whether a parser's ``rows`` records (header excluded) are one per line of the text.
+
+    ``breaks`` is the text's number of line breaks (its last line may have none:
+    ``ends_with_break``); blank lines are skipped by the parsers, so ``blank_lines()`` (called
+    only when needed: most files have none) is subtracted.  When it holds, no value spans
+    lines, and only the last line can hold a quote that never closes: the readers then check
+    that line alone instead of the whole text.
+    """
+    lines = breaks + (not ends_with_break)
+    return rows == lines - 1 or rows == lines - 1 - blank_lines()
+
+
+def last_line_span(text):
+    """``(start, end)`` of the last line of ``text`` (str or bytes) that holds anything."""
+    newline, ends = ("\n", "\r\n") if isinstance(text, str) else (b"\n", b"\r\n")
+    end = len(text.rstrip(ends))
+    return text.rfind(newline, 0, end) + 1, end

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .quotes import unclosed_quote_at, unclosed_quote_line
+from .quotes import last_line_span, one_row_per_line, unclosed_quote_at, unclosed_quote_line
 
 __all__ = ["read_table", "write_table", "check_writable", "detect_format", "first_record_line",
            "require_columns", "column_hint", "naming_file", "unclosed_quote_error"]
@@ -410,15 +410,13 @@ def _may_hold_an_open_quote(table, path: Path, sep: str) -> bool:
             tail = tail[-(1 << 16):] + block
     if breaks == 0:
         return True  # CR line ends (old Mac files), or a header alone
-    lines = breaks + (not tail.endswith(b"\n"))  # the last line may have no line break
-    if table.num_rows != lines - 1 and table.num_rows != lines - 1 - _blank_lines(path):
-        return True  # (blank lines counted only when needed: most files have none)
-    body = tail.rstrip(b"\r\n")  # up to the last line holding anything
-    start = body.rfind(b"\n") + 1
+    if not one_row_per_line(table.num_rows, breaks, tail.endswith(b"\n"), lambda: _blank_lines(path)):
+        return True
+    start, end = last_line_span(tail)
     if start == 0:
         return True  # a last line of over 64 KB
     # the last line starts outside any value (no earlier one spans lines): read it alone
-    return unclosed_quote_line([body[start:].decode("utf-8", errors="replace")], sep) is not None
+    return unclosed_quote_line([tail[start:end].decode("utf-8", errors="replace")], sep) is not None
 
 
 def _blank_lines(path: Path) -> int:

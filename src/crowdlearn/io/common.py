@@ -359,15 +359,12 @@ def _refuse_unclosed_quote(path: Path, text: str, sep: str, parsed: int | None =
     """
     if '"' not in text:
         return
-    from ..core.quotes import unclosed_quote_at, unclosed_quote_line
+    from ..core.quotes import last_line_span, one_row_per_line, unclosed_quote_at, unclosed_quote_line
 
     breaks = text.count("\n")
-    lines = breaks + (not text.endswith("\n"))
-    if parsed is not None and breaks and parsed in (lines - 1, lines - 1 - len(_BLANK_LINE.findall(text))):
-        end = len(text)
-        while end and text[end - 1] in "\r\n":  # the last line holding anything
-            end -= 1
-        start = text.rfind("\n", 0, end) + 1
+    if parsed is not None and breaks and one_row_per_line(parsed, breaks, text.endswith("\n"),
+                                                          lambda: len(_BLANK_LINE.findall(text))):
+        start, end = last_line_span(text)
         line = unclosed_quote_line([text[start:end]], sep)
         line = None if line is None else breaks - text.count("\n", start) + line
     else:
