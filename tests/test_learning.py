@@ -186,6 +186,19 @@ def test_feature_rows_are_found_by_value_and_repeated_ids_are_refused():
         align_features(X.to_numpy(), numbers, task_index=[1, 1, 3, 5, 10])
 
 
+def test_integer_ids_without_task_0_do_not_index_a_larger_X():
+    # 1-based ids 2..4 of a 4-row table (task 1 unanswered): positions would be one row off
+    labels = CrowdLabels.from_frame(pd.DataFrame({"task": [2, 3, 4], "worker": ["w"] * 3,
+                                                  "label": [0, 1, 0]}))
+    X = np.arange(8.0).reshape(4, 2)
+    with pytest.raises(ValueError, match="start at 0"):
+        align_features(X, labels)
+    assert np.array_equal(align_features(X, labels, task_index=[1, 2, 3, 4]), X[1:])
+    zero_based = CrowdLabels.from_frame(pd.DataFrame({"task": [0, 2, 3], "worker": ["w"] * 3,
+                                                      "label": [0, 1, 0]}))
+    assert np.array_equal(align_features(X, zero_based), X[[0, 2, 3]])
+
+
 def test_a_non_finite_feature_is_named_by_its_task_and_column():
     labels = CrowdLabels.from_frame(pd.DataFrame({"task": ["a", "b", "c"], "worker": ["w"] * 3,
                                                   "label": [0, 1, 0]}))

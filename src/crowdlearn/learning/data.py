@@ -8,7 +8,9 @@ code n <-> row n).  :func:`align_features` accepts
   their types differ, so a table read with pandas finds the tasks of answers read as text);
 * an array with exactly ``labels.n_tasks`` rows: row n is task code n;
 * an array with more rows plus ``task_index`` (the ids of X's rows): rows looked up by id, or,
-  without ``task_index``, when ``labels.tasks`` are the integers ``0..n-1`` they index rows.
+  without ``task_index``, when ``labels.tasks`` are integers from 0 (task 0 among them) below
+  ``len(X)``, they index rows; other ids need ``task_index`` (1-based ids, or ids whose task 0
+  has no answer, could not be told from 0-based ones).
 """
 
 from __future__ import annotations
@@ -86,11 +88,14 @@ def align_features(X, labels: CrowdLabels, task_index=None) -> np.ndarray:
     if len(X) == labels.n_tasks:
         return X
     tasks = labels.tasks
-    if pd.api.types.is_integer_dtype(tasks) and len(tasks) and tasks.min() >= 0 and tasks.max() < len(X):
+    # integer ids index the rows only when they include 0: ids 1..n of a 1-based table whose
+    # first task went unanswered would otherwise take every row one place off, silently
+    if pd.api.types.is_integer_dtype(tasks) and len(tasks) and tasks.min() == 0 and tasks.max() < len(X):
         return X[np.asarray(tasks, dtype=np.int64)]
     raise ValueError(
         f"X must have one row per task of labels ({labels.n_tasks} rows), got {len(X)}; "
-        "pass a DataFrame indexed by task or task_index"
+        "pass a DataFrame indexed by task or task_index (integer task ids index X's rows "
+        "without them only when they start at 0)"
     )
 
 
