@@ -67,11 +67,11 @@ def test_cli_report_compares_methods(tmp_path, capsys):
 
 def test_cli_report_bad_out_fails_before_the_fits(tmp_path, capsys, monkeypatch):
     """A missing folder for --out was an OSError ('[Errno 2] ...') after every fit."""
-    import crowdlearn.cli as cli_module
+    import crowdlearn.cli.report as report_cli
 
     src = tmp_path / "a.csv"
     src.write_text("task,worker,label\n1,a,x\n2,a,y\n")
-    monkeypatch.setattr(cli_module, "_make_estimator", lambda *a, **k: pytest.fail("fitted before checking --out"))
+    monkeypatch.setattr(report_cli, "make_estimator", lambda *a, **k: pytest.fail("fitted before checking --out"))
     out = tmp_path / "no" / "r.html"
     assert main(["report", str(src), "--out", str(out)]) == 2
     assert capsys.readouterr().err == f"crowdlearn: error: {out}: the folder {out.parent} does not exist\n"
