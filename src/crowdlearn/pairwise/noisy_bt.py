@@ -158,18 +158,15 @@ class NoisyBT(PairwiseEstimator):
     sum_w I_w / (I_w + lambda)`` (``I_w`` the Fisher information of worker ``w``'s answers
     about ``theta_w``; the Laplace approximation of the marginal likelihood), until both
     change by less than 1%, a round moves no score by more than :data:`EB_SCORE_TOL`, or
-    after ``max_eb_rounds`` rounds.  This default (hierarchical
-    prior + empirical Bayes instead of the former fixed ``N(0, 10)`` prior on ``q_w`` and
-    ``g_w``) was chosen on synthetic crowds: ``benchmarks/pairwise_noisybt.py`` (section
-    ``pairwise-noisybt-prior`` of benchmarks/RESULTS.md) scans scenarios (reversers,
-    guessers with position bias, NoisyBT's own guessing model, all-reliable crowds, skewed
-    worker activity, a design that shows the better item more often on one side) x seeds.
-    There (32 scenarios x 3 seeds) the mean Kendall tau against the planted scores is 0.730,
-    against 0.715 with the former prior and 0.670 for ``bt``; no scenario loses more than
-    0.0025 against the former prior, while a fixed strong prior (``lambda`` 10 or 100) loses
-    up to 0.19 where 30% of the workers reverse.  Neither the starting point (Bradley-Terry
-    or zero scores, any common ``g``) nor early stopping matters: the MAP fit reaches the
-    same optimum from all of them (checked on music_similarity_pairs, strict answers).
+    after ``max_eb_rounds`` rounds.  This default (a hierarchical prior whose precisions
+    are set by empirical Bayes, rather than a fixed prior centred on 0) was chosen on
+    synthetic crowds only: ``benchmarks/pairwise_noisybt.py`` scans reversers, guessers with
+    a position bias, NoisyBT's own guessing model, all-reliable crowds, skewed worker
+    activity and a design that shows the better item more often on one side (section
+    ``pairwise-noisybt-prior`` of benchmarks/RESULTS.md).  A fixed strong prior fails where
+    many workers reverse (their skills are shrunk to the crowd's); a prior centred on 0 makes
+    a worker with few answers half a guesser (above).  Other starting points (zero scores,
+    any common ``g``) reached the same optimum where checked.
 
     Parameters
     ----------
