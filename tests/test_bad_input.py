@@ -150,6 +150,35 @@ def test_missing_columns_say_why_when_the_header_shows_it(tmp_path, capsys, name
     assert "missing column(s)" in err and hint in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(
+    "header, hint",
+    [("taskId,tasksetId,workerId,answer,truth",  # NetEaseCrowd
+      "task -> 'taskId', worker -> 'workerId', label -> 'answer'; pass those column names to the "
+      "reader, or on the command line --task-col taskId --worker-col workerId --label-col answer"),
+     ("task,performer,label", "worker -> 'performer'"),  # crowd-kit before 1.0
+     ("example,annotator,value", "task -> 'example', worker -> 'annotator', label -> 'value'")],  # spark-crowd
+)
+def test_another_tools_column_names_are_suggested(tmp_path, capsys, header, hint):
+    src = tmp_path / "in.csv"
+    src.write_text(header + "\n" + ",".join("1" for _ in header.split(",")) + "\n")
+    assert main(["aggregate", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert "missing column(s)" in err and hint in err, err
+
+
+def test_no_column_is_suggested_when_a_role_has_two_candidates_or_a_name_was_chosen():
+    from crowdlearn import CrowdLabels
+
+    two = pd.DataFrame({"taskId": [1], "item": [1], "workerId": ["a"], "answer": [0]})
+    with pytest.raises(ValueError, match="missing column") as exc:
+        CrowdLabels.from_frame(two)
+    assert "another tool" not in str(exc.value)
+    with pytest.raises(ValueError, match="missing column") as exc:  # a name the user gave
+        CrowdLabels.from_frame(pd.DataFrame({"taskId": [1], "workerId": ["a"], "answer": [0]}),
+                               task="question")
+    assert "another tool" not in str(exc.value)
+
+
 @pytest.mark.parametrize("kind", ["classification", "continuous"])
 def test_a_differently_capitalised_header_is_named_in_python_too(kind):
     """``pd.read_csv`` of a header ``Task,Worker,Label`` gave only 'missing column(s)'."""

@@ -21,7 +21,7 @@ import pandas as pd
 from .quotes import last_line_span, one_row_per_line, unclosed_quote_at, unclosed_quote_line
 
 __all__ = ["read_table", "write_table", "check_writable", "detect_format", "first_record_line",
-           "require_columns", "column_hint", "naming_file", "unclosed_quote_error"]
+           "require_columns", "column_hint", "ROLE_ALIASES", "naming_file", "unclosed_quote_error"]
 
 _FORMATS = {
     ".csv": "csv",
@@ -105,6 +105,12 @@ def column_hint(missing, present, path=None) -> str:
         wanted = lowered[cased[0].strip().lower()]
         return (f" (column names are case-sensitive: {cased[0]!r} is not {wanted!r}; rename the "
                 "column or give its name as written)")
+    aliases = _alias_columns(missing, names)
+    if aliases:
+        found = ", ".join(f"{role} -> {col!r}" for role, col in aliases.items())
+        flags = " ".join(f"--{role}-col {col}" for role, col in aliases.items())
+        return (f" (the file seems to name them as another tool does: {found}; pass those "
+                f"column names to the reader, or on the command line {flags})")
     if path is not None and len(names) == 1:
         for sep, word in ((";", "semicolons"), ("\t", "tabs"), (",", "commas"), ("|", "bars")):
             if sep in names[0]:
@@ -112,6 +118,33 @@ def column_hint(missing, present, path=None) -> str:
                 fix = f"name it {Path(path).stem}{ext}" if ext else "convert it to commas or tabs"
                 return f" (the header looks separated by {word}; {fix})"
     return ""
+
+
+#: column names other tools and platforms give the three roles of an answer (NetEaseCrowd's
+#: ``taskId, workerId, answer``, crowd-kit before 1.0's ``performer``, spark-crowd's
+#: ``example, annotator, value``, cleanlab's ``annotator``, ...), compared case-insensitively
+ROLE_ALIASES = {
+    "task": ("taskid", "task_id", "item", "item_id", "example", "question", "question_id",
+             "object", "sample", "sample_id", "image", "image_id", "hitid"),
+    "worker": ("workerid", "worker_id", "performer", "annotator", "annotator_id", "user",
+               "user_id", "rater", "rater_id", "labeler", "labeller", "judge", "judge_id"),
+    "label": ("answer", "value", "response", "annotation", "choice", "rating", "output"),
+}
+
+
+def _alias_columns(missing, names) -> dict:
+    """``{role: column}`` for missing default role names (task, worker, label) that one
+    column of ``names`` answers to under another tool's name; empty unless every missing
+    name finds exactly one such column (a guess that leaves one open helps nobody)."""
+    if not missing or any(m not in ROLE_ALIASES for m in missing):
+        return {}
+    found = {}
+    for role in missing:
+        hits = [c for c in names if c.strip().lower() in ROLE_ALIASES[role]]
+        if len(hits) != 1:
+            return {}
+        found[role] = hits[0]
+    return found
 
 
 @contextmanager
