@@ -116,3 +116,16 @@ def test_positional_truth_is_refused_keyed_truth_gives_the_same_page():
     with pytest.raises(ValueError, match=r"^truth must be keyed by task id"):
         render_html(result, truth=truth.to_numpy())
     assert render_html(result, truth=truth.to_dict()) == render_html(result, truth=truth)
+
+
+def test_reliability_dots_count_every_gold_task():
+    import re
+
+    data = simulate.dawid_skene(300, 12, 3, labels_per_task=4, seed=0)
+    page = summarize(cl.DawidSkene().fit(data), data).to_html(labels=data, comparison=None)
+    svg = page[page.index('<svg class="reliability"'):]
+    svg = svg[:svg.index("</svg>")]
+    counts = [int(n) for n in re.findall(r"\((\d+) tasks\)</title>", svg)]
+    assert counts and sum(counts) == data.n_tasks  # every gold task in one bin
+    radii = [float(r) for r in re.findall(r'<circle [^>]*r="([0-9.]+)"', svg)]
+    assert radii[int(np.argmax(counts))] == max(radii)  # the fullest bin has the largest dot

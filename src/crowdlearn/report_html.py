@@ -96,7 +96,9 @@ def _svg_bars(values: np.ndarray, edges: np.ndarray, xlabel: str, ylabel: str, c
 
 
 def _svg_line(x: np.ndarray, y: np.ndarray, cls: str, xlabel: str, ylabel: str, diagonal: bool = False,
-              xlim=None, ylim=None) -> str:
+              xlim=None, ylim=None, counts=None) -> str:
+    """A line with a dot per point; ``counts`` (optional) sizes the dots by area and is named in
+    each dot's tooltip (a reliability bin of 3 tasks should not look like one of 300)."""
     w, h, pad = 420, 240, 40
     x0, x1 = xlim or (float(np.min(x)), float(np.max(x)) if len(x) > 1 else float(np.min(x)) + 1)
     y0, y1 = ylim or (float(np.min(y)), float(np.max(y)))
@@ -107,8 +109,15 @@ def _svg_line(x: np.ndarray, y: np.ndarray, cls: str, xlabel: str, ylabel: str, 
     px = lambda v: pad + (w - 2 * pad) * (v - x0) / (x1 - x0)
     py = lambda v: h - pad - (h - 2 * pad) * (v - y0) / (y1 - y0)
     pts = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in zip(x, y))
-    dots = "".join(f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="3" fill="#c0392b"><title>{a:.3f}, {b:.3f}</title></circle>'
-                   for a, b in zip(x, y))
+    if counts is None:
+        radii, tips = [3.0] * len(x), [""] * len(x)
+    else:
+        counts = np.asarray(counts, dtype=float)
+        radii = 2.0 + 6.0 * np.sqrt(counts / max(float(counts.max(initial=0.0)), 1.0))
+        tips = [f" ({int(n)} tasks)" for n in counts]
+    dots = "".join(f'<circle cx="{px(a):.1f}" cy="{py(b):.1f}" r="{r:.1f}" fill="#c0392b" fill-opacity="0.8">'
+                   f'<title>{a:.3f}, {b:.3f}{tip}</title></circle>'
+                   for a, b, r, tip in zip(x, y, radii, tips))
     diag = (f'<line x1="{px(x0)}" y1="{py(y0)}" x2="{px(x1)}" y2="{py(y1)}" stroke="#999" stroke-dasharray="4"/>'
             if diagonal else "")
     return (f'<svg class="{cls}" width="{w}" height="{h}" xmlns="http://www.w3.org/2000/svg">'
@@ -208,15 +217,18 @@ def render_html(result, *, truth: pd.Series | None = None, history: list | None 
                 lines.append(f"log-loss {float(-np.log(p).mean()):.4f}")
             bins = np.linspace(conf[known].min() if known.any() else 0, 1, 11)
             idx = np.clip(np.digitize(conf[known], bins) - 1, 0, len(bins) - 2)
-            xs, ys = [], []
+            xs, ys, ns = [], [], []
             for b in range(len(bins) - 1):
                 m = idx == b
                 if m.sum() >= 1:
                     xs.append(conf[known][m].mean())
                     ys.append(hit[m].mean())
+                    ns.append(int(m.sum()))
             parts.append("<h2>Against gold</h2><p>" + "; ".join(lines) + "</p>"
+                         + "<p class='note'>Reliability: gold tasks binned by confidence; a dot's area is "
+                           "its number of tasks.</p>"
                          + _svg_line(np.array(xs), np.array(ys), "reliability", "confidence", "accuracy",
-                                     diagonal=True, xlim=(0.0, 1.0), ylim=(0.0, 1.0)))
+                                     diagonal=True, xlim=(0.0, 1.0), ylim=(0.0, 1.0), counts=ns))
     if history:
         h = np.asarray(history, float)
         parts.append("<h2>Convergence</h2>" + _svg_line(np.arange(1, len(h) + 1), h, "convergence", "iteration", "objective"))
