@@ -141,7 +141,7 @@ def test_from_codes_owns_its_arrays_sorted_or_not():
     np.random.default_rng(0).integers(0, 1000, 20_000).astype(np.int32),
 ])
 def test_factorize_ids_integer_fast_path_equals_pandas(values):
-    from crowdlearn.core.data import factorize_ids
+    from crowdlearn.core.ids import factorize_ids
 
     codes, index = factorize_ids(pd.Series(values), "item")
     want_codes, want_uniques = pd.factorize(pd.Series(values), sort=True)
@@ -271,7 +271,7 @@ def _words(text):
 
 
 def test_keyed_gold_passes_series_and_mappings_and_refuses_the_rest():
-    from crowdlearn.core.data import keyed_gold
+    from crowdlearn.core.gold import keyed_gold
 
     series = pd.Series(["x"], index=[7])
     assert keyed_gold(series) is series

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .core.data import keyed_gold
+from .core.gold import keyed_gold
 
 __all__ = ["render_html"]
 

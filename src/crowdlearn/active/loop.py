@@ -19,7 +19,8 @@ import pandas as pd
 
 from ..core.base import resolve_generator
 from ..core.stats import keyed_uniforms
-from ..core.data import CrowdLabels, as_crowd_labels, ids_like
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.ids import ids_like
 from .strategies import (GAIN_STRATEGIES, JOINT_WORKER_STRATEGIES, TASK_STRATEGIES, WORKER_STRATEGIES,
                          answer_gain, task_scores, worker_confusion_counts, worker_confusion_draw, worker_scores)
 

@@ -31,7 +31,9 @@ import pandas as pd
 
 from ..core import progress
 from ..core.base import CrowdEstimator, Tags, check_fitted, resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, keyed_gold, positions_by_value, show_value
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.gold import keyed_gold
+from ..core.ids import positions_by_value, show_value
 from ..core.params import check_params
 from ..core.stats import argmax_random_ties, clamp_to_gold, vote_fractions
 

@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import Tags
-from ..core.data import CrowdLabels, positions_by_value
+from ..core.data import CrowdLabels
+from ..core.ids import positions_by_value
 from ..core.stats import clamp_to_gold, vote_fractions
 from .base import BaseAggregator
 from .online import TASK_RESULTS, OnlineState, row_softmax

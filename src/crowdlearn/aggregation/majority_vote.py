@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.special import softmax
 
 from ..core.base import Tags
-from ..core.data import positions_by_value, show_value
+from ..core.ids import positions_by_value, show_value
 from ..core.stats import agreement_with, split_ties, vote_fractions, weighted_votes
 from .base import BaseAggregator
 

@@ -48,7 +48,8 @@ from scipy.special import log_softmax
 
 from ..core import kernels
 from ..core.base import Tags
-from ..core.data import CrowdLabels, positions_by_value
+from ..core.data import CrowdLabels
+from ..core.ids import positions_by_value
 from ..core.stats import clamp_to_gold, expected_skills, logsumexp, soft_confusion_counts
 from .base import BaseAggregator
 

@@ -54,7 +54,8 @@ import pandas as pd
 
 from ..core import kernels
 from ..core.base import resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, label_number, positions_by_value, show_value
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.ids import label_number, positions_by_value, show_value
 from ..core.stats import argmax_random_ties, confusions_from_log_table, expected_skills, vote_fractions
 from ..core.tables import column_hint
 
@@ -416,7 +417,7 @@ class IdCodes:
 
         A stream read from Parquet parts (numbers) and then CSV parts (text) names one task
         ``11573`` and then ``"11573"``; without this they would be two tasks.  In one table
-        the two are refused (:func:`crowdlearn.core.data.factorize_ids`), but across
+        the two are refused (:func:`crowdlearn.core.ids.factorize_ids`), but across
         batches the first type is the one the outputs already use.
         """
         if not len(ids):

@@ -82,9 +82,9 @@ def _read_answer_gold(args, kind: str, extra: dict):
     reads a folder's (:func:`crowdlearn.pairwise.data.truth_columns`: a ``score`` column is
     higher = better, ``task,truth`` ranks or groups, 1 = best) and otherwise as scores unless
     ``--gold-lower-is-better``; similarity clusters.  Ids are stripped of surrounding
-    whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so that the
+    whitespace as the answers' are (:func:`crowdlearn.core.ids.strip_text`), so that the
     note on gold without answers compares the same ids."""
-    from ..core.data import strip_text
+    from ..core.ids import strip_text
 
     if kind == "pairwise":
         from ..core.io import read_table
@@ -511,7 +511,7 @@ def _check_ordinal_labels(args, data, labels, first_line) -> None:
     when the answers' label column is at hand, its first line."""
     import numpy as np
 
-    from ..core.data import row_list
+    from ..core.ids import row_list
 
     text = text_classes(data)
     if not text:

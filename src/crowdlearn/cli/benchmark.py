@@ -100,7 +100,7 @@ def _with_folder_features(folder, data):
         return data
     import pandas as pd
 
-    from ..core.data import strip_text
+    from ..core.ids import strip_text
 
     features.index = pd.Index(ids_as_answers(strip_text(features.index), data.tasks))
     features = features[~features.index.duplicated()]
@@ -116,7 +116,7 @@ def _note_folder_gold(folder: Path, kind: str, data) -> None:
     """``benchmark``'s note on a folder's gold units without answers, as ``aggregate --gold``
     gives it (:func:`note_unmatched_gold`): gold whose ids are spelled otherwise than the
     answers' (``0001`` for ``1``) scores nothing, and the table alone shows only ``n/a``."""
-    from ..core.data import strip_text
+    from ..core.ids import strip_text
     from ..core.io import GOLD_COLUMNS
 
     file = next((folder / n for n in ("truth.csv", "truth.csv.gz") if (folder / n).exists()), None)

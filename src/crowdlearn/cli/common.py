@@ -73,11 +73,11 @@ def make_estimator(name: str, kind: str, seed: int | None, params: dict):
 def ids_as_answers(values, ids, what: str = "the answers' ids") -> list:
     """``values`` read from a text file (ids as text) spelled as the answers' ``ids``: those
     read from Parquet or JSON Lines may be numbers, which no text id would match.  Matched by
-    value (:func:`crowdlearn.core.data.ids_like`, as the Python API matches), so ``"17"``,
+    value (:func:`crowdlearn.core.ids.ids_like`, as the Python API matches), so ``"17"``,
     ``"17.0"`` and ``17`` name one task; values naming no id are kept as read."""
     import pandas as pd
 
-    from ..core.data import ids_like
+    from ..core.ids import ids_like
 
     return list(ids_like(values, pd.unique(pd.Series(ids)), what))
 

@@ -25,9 +25,9 @@ def read_gold(path, unit_col: str, value_cols=None):
 def read_label_gold(path, cols):
     """The gold of class labels (``task,truth``; the value column may also be named ``gold``,
     ``label`` or as the answers' label column), its ids and classes stripped of surrounding
-    whitespace as the answers' are (:func:`crowdlearn.core.data.strip_text`), so that the
+    whitespace as the answers' are (:func:`crowdlearn.core.ids.strip_text`), so that the
     note on gold tasks without answers compares the same ids."""
-    from ..core.data import strip_text
+    from ..core.ids import strip_text
 
     from ..core.io import GOLD_COLUMNS
 
@@ -59,7 +59,7 @@ def note_unmatched_gold(gold_file, truth, units, unit: str = "task") -> None:
     """
     import pandas as pd
 
-    from ..core.data import positions_by_value
+    from ..core.ids import positions_by_value
 
     if not isinstance(truth, pd.Series) or units is None or isinstance(truth.index, pd.MultiIndex):
         return
@@ -88,7 +88,8 @@ def note_unanswered_gold_classes(gold_file, data) -> None:
     """
     import numpy as np
 
-    from ..core.data import CrowdLabels, show_value
+    from ..core.data import CrowdLabels
+    from ..core.ids import show_value
 
     if not isinstance(data, CrowdLabels) or data.truth is None or data.n_labels == 0:
         return

@@ -13,7 +13,7 @@ def read_groups(args, data, task_col: str):
     against the answers before the fit: (where the groups were read, groups, positive)."""
     import pandas as pd
 
-    from ..core.data import strip_text
+    from ..core.ids import strip_text
     from ..core.tables import check_writable, read_table
     from ..fairness import task_groups
 

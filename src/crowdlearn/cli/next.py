@@ -11,7 +11,7 @@ def _read_id_list(path, col: str, ids) -> list:
     """The ids in column ``col`` of a list file (``next --tasks`` / ``--workers``), spelled as
     the answers' ``ids`` (:func:`ids_as_answers`).  A file without the column, or with an empty
     cell in it, is an error naming the file (and the line)."""
-    from ..core.data import row_list, strip_text
+    from ..core.ids import row_list, strip_text
     from ..core.tables import first_record_line, read_table
 
     values = strip_text(read_table(path, columns=[col])[col])  # as the answers' ids are

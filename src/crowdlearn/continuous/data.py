@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
-                         show_value, strip_frame, strip_text)
+from ..core.gold import keyed_gold, refuse_contradicting_gold
+from ..core.ids import factorize_ids, positions_by_value, row_list, show_value, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["ContinuousAnswers", "as_continuous_answers", "to_numbers"]
@@ -71,7 +71,7 @@ class ContinuousAnswers(AnswerTable):
     no answer; estimators then give it the global prior.
 
     Text ids lose surrounding whitespace, as class labels' do
-    (:func:`~crowdlearn.core.data.strip_text`): ``" t1"`` and ``"t1"`` are one task, on
+    (:func:`~crowdlearn.core.ids.strip_text`): ``" t1"`` and ``"t1"`` are one task, on
     every path (answers, gold, ``all_tasks``, feature rows), so gold still matches; an id of
     blanks is a missing value.
     """
@@ -157,9 +157,9 @@ class ContinuousAnswers(AnswerTable):
 
         ``gold`` is a Series or mapping keyed by task id (``fit(gold=...)``, ``from_frame``
         and ``with_truth`` read it here); an array or list names no task and is refused
-        (:func:`~crowdlearn.core.data.keyed_gold`).  Raises ``ValueError`` naming the first
+        (:func:`~crowdlearn.core.gold.keyed_gold`).  Raises ``ValueError`` naming the first
         task whose gold is not a finite number, or a task given two different values
-        (:func:`~crowdlearn.core.data.refuse_contradicting_gold`; rows repeating one value,
+        (:func:`~crowdlearn.core.gold.refuse_contradicting_gold`; rows repeating one value,
         ``2`` and ``2.0``, are one gold).
         """
         out = np.full(self.n_tasks, np.nan)

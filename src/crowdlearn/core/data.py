@@ -9,530 +9,28 @@ Memory is O(L + N*K); nothing of size tasks x workers is ever allocated.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence, Sized
-from decimal import Decimal, InvalidOperation
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from .answer_table import check_codes, freeze
+from .classes import class_codes, gold_as_classes, normalise_label_values
+from .gold import keyed_gold, refuse_contradicting_gold
+from .ids import (factorize_ids, label_number, positions_by_value, row_list, show_value, strip_frame,
+                  strip_text, value_key)
 
-__all__ = ["CrowdLabels", "as_crowd_labels", "class_codes", "equal_by_value", "factorize_ids", "ids_like",
-           "keyed_gold", "label_number", "positions_by_value", "refuse_contradicting_gold", "row_list",
-           "show_value", "strip_frame", "strip_text", "value_key"]
+__all__ = ["CrowdLabels", "as_crowd_labels"]
 
 DuplicatePolicy = Literal["keep", "last", "first", "error"]
 
 
-#: :func:`factorize_ids` numbers integer ids through a presence array over their range
-#: ``max - min + 1`` while that is at most this many times the number of values
-DENSE_IDS_PER_VALUE = 2
-
-
-def _dense_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Codes and sorted uniques of integer ids of a compact range, or None if it is not.
-
-    Marks the ids present in an array over their range and numbers them by a cumulative
-    sum: three sequential passes instead of a hash table, several times faster on the
-    integer ids of large tables, with the same result as ``pd.factorize(sort=True)``.
-    """
-    lo, hi = int(values.min()), int(values.max())
-    span = hi - lo + 1
-    if span > max(DENSE_IDS_PER_VALUE * len(values), 1 << 16):
-        return None
-    # signed ids widen first (int8 127 - -128 overflows); unsigned ones cannot go below lo
-    wide = values.astype(np.int64, copy=False) if values.dtype.kind == "i" else values
-    base = wide.dtype.type(lo)
-    # ids that start at 0 (codes already) need no shifted copy
-    offset = (wide - base if lo else wide).astype(np.intp, copy=False)  # in [0, span)
-    present = np.bincount(offset, minlength=span) > 0
-    number = np.cumsum(present, dtype=np.intp) - 1
-    uniques = (np.flatnonzero(present).astype(wide.dtype) + base).astype(values.dtype)
-    return number[offset], uniques
-
-
-def factorize_ids(values: pd.Series | np.ndarray, what: str) -> tuple[np.ndarray, pd.Index]:
-    """Codes and sorted uniques; falls back to first-appearance order for mixed types."""
-    values = pd.Series(values, copy=False)
-    if len(values) and isinstance(values.dtype, np.dtype) and values.dtype.kind in "iu":
-        dense = _dense_int_codes(values.to_numpy())
-        if dense is not None:
-            return dense[0], pd.Index(dense[1], name=what)
-    try:
-        codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
-    except TypeError:  # mixed, unorderable ids (e.g. 3 and "a"): keep appearance order
-        codes, uniques = pd.factorize(values, sort=False, use_na_sentinel=True)
-    if uniques.dtype == object and pd.api.types.infer_dtype(uniques, skipna=True).startswith("mixed"):
-        # 1 and "1" (a JSON Lines number and string) would be two ids written the same in
-        # every output table
-        seen: dict[str, Any] = {}
-        for value in uniques:
-            other = seen.setdefault(str(value), value)
-            if other is not value:
-                raise ValueError(
-                    f"{what} id {str(value)!r} is two different values, of types "
-                    f"{type(other).__name__} and {type(value).__name__}; give the {what} column "
-                    "one type"
-                )
-    return codes, pd.Index(uniques, name=what)
-
-
-def _needs_strip(values: np.ndarray) -> bool:
-    """Whether an object array holds text with surrounding whitespace, or empty text."""
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-    except ImportError:
-        pa = None
-    if pa is not None:
-        try:  # all text (or missing): pyarrow looks in compiled code
-            arr = pa.array(values, type=pa.string(), from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            arr = None  # values of other types too (ids 3 and "a"): one look at each below
-        if arr is not None:
-            spaced = pc.or_(pc.not_equal(arr, pc.utf8_trim_whitespace(arr)), pc.equal(arr, ""))
-            return bool(pc.any(spaced).as_py())
-    return any(isinstance(v, str) and (not v or v[0].isspace() or v[-1].isspace()) for v in values)
-
-
-def strip_text(values: pd.Series | pd.Index, index: bool = False) -> pd.Series | pd.Index:
-    """``values`` with leading and trailing whitespace removed from its text values.
-
-    How every table of class labels reads ids and labels (:meth:`CrowdLabels.from_frame`, so
-    every file, frame and gold), and every other answer table its ids and text answers
-    (:func:`strip_frame`): ``"cat "`` from a hand-edited file is the class ``"cat"`` and
-    ``" t1"`` the task ``"t1"``.  Text that is empty once stripped (a cell of blanks)
-    becomes a missing value, as an empty cell of a file is.  Numbers and other non-text
-    values are untouched, and so is the text inside a value.
-
-    Parameters
-    ----------
-    values : Series or Index
-    index : bool, default False
-        For a Series: strip its index (the ids of a gold Series) as well.
-
-    Returns
-    -------
-    Series or Index
-        ``values`` itself when nothing changes (one pass in compiled code for a text column).
-    """
-    if isinstance(values, pd.Index):
-        if isinstance(values, pd.MultiIndex):  # tuple ids: not text
-            return values
-        series = pd.Series(values, copy=False)
-        out = strip_text(series)
-        return values if out is series else pd.Index(out, name=values.name)
-    out = values
-    if index:
-        stripped_index = strip_text(values.index)
-        if stripped_index is not values.index:
-            out = out.set_axis(stripped_index)
-    if isinstance(values.dtype, pd.StringDtype):  # pandas' text columns: vectorised
-        stripped = values.str.strip()
-        stripped = stripped.mask((stripped == "").fillna(False).to_numpy(dtype=bool))
-        if not stripped.equals(values):
-            out = pd.Series(stripped.array, index=out.index, name=values.name)
-    elif values.dtype == object and _needs_strip(values.to_numpy()):
-        def strip(v):
-            return (v.strip() or np.nan) if isinstance(v, str) else v
-
-        out = pd.Series([strip(v) for v in values.to_numpy()], index=out.index, name=values.name,
-                        dtype=object)
-    return out
-
-
-def strip_frame(df: pd.DataFrame, columns: Iterable[Hashable]) -> pd.DataFrame:
-    """``df`` with the text of ``columns`` stripped of surrounding whitespace.
-
-    How every answer table reads its id and label columns (:func:`strip_text`: ``" t1"`` is
-    the task ``"t1"``, a cell of blanks a missing value), so that a hand-edited file means
-    the same on every kind of answer.
-
-    Parameters
-    ----------
-    df : DataFrame
-    columns : iterable of column names
-        A name that is not a column of ``df``, or names several, is skipped: the table
-        reader names it in its own error.
-
-    Returns
-    -------
-    DataFrame
-        ``df`` itself when nothing changes, else a shallow copy: the caller's frame is
-        never modified.
-    """
-    out = df
-    for col in dict.fromkeys(columns):
-        if col is None or int(np.sum(df.columns == col)) != 1:
-            continue
-        values = strip_text(df[col])
-        if values is not df[col]:
-            if out is df:
-                out = df.copy(deep=False)
-            out[col] = values
-    return out
-
-
-def row_list(mask: np.ndarray, first_line: int | None = None, limit: int = 5) -> str:
-    """Where the flagged rows are, for an error message.
-
-    One rule: a frame's rows are named by position (0-based, as ``df.iloc``); rows read from a
-    file (``first_line`` = the file line of the first row, 2 below a header) by file line
-    number, header = line 1, as the parsers' own messages do.
-    """
-    rows = np.flatnonzero(mask)
-    plural = "s" if len(rows) > 1 else ""
-    if first_line is not None:
-        rows = rows + first_line
-        what = f"line{plural}"
-    else:
-        what = f"row position{plural}"
-    shown = ", ".join(str(int(r)) for r in rows[:limit])
-    more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-    return f"{what} {shown}{more}"
-
-
-def show_value(value: Any) -> str:
-    """A class, tag, id or answer as an error message shows it: its repr as Python's.
-
-    Values taken from a pandas Index or a numpy array are numpy scalars, whose repr is
-    ``np.int64(7)`` since numpy 2; the message should say ``7``, as the file does.
-
-    Parameters
-    ----------
-    value : object
-
-    Returns
-    -------
-    str
-        ``repr`` of the value, of its Python equivalent for a numpy scalar (text quoted).
-    """
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value)
-
-
-def _normalise_label_values(values: pd.Series) -> pd.Series:
-    """Make 1.0 and 1 the same class: float columns with integral values become int64."""
-    if pd.api.types.is_float_dtype(values.dtype):
-        finite = values.dropna().to_numpy()
-        # an inf label is a class of its own; checked first so np.mod never sees it
-        if len(finite) and np.isfinite(finite).all() and np.all(np.mod(finite, 1) == 0):
-            out = values.astype("Int64")
-            return out.astype(object).where(out.notna(), np.nan)
-    return values
-
-
-def label_number(value: Any, infinite: bool = False) -> Decimal | None:
-    """The finite number a label spells (``"1"``, ``"1.0"``, ``1``, ``1.0`` -> 1); else None.
-
-    ``infinite``: also give the infinities (``inf``, ``"-inf"``), for ordering; they are not
-    merged with other spellings, so the default leaves them out.
-    """
-    if isinstance(value, (bool, np.bool_)):
-        return None
-    if isinstance(value, (str, int, float, np.integer, np.floating)):
-        try:
-            number = Decimal(value.strip() if isinstance(value, str) else str(value))
-        except (InvalidOperation, ValueError):
-            return None
-        return number if number.is_finite() or (infinite and number.is_infinite()) else None
-    return None
-
-
-def value_key(value: Any) -> Hashable:
-    """A key under which ``1``, ``1.0``, ``"1"`` and ``"1.0"`` coincide: the number a value
-    spells (:func:`label_number`; a Decimal's hash equals the number's), else its text."""
-    number = label_number(value)
-    return number if number is not None else ("text", str(value))
-
-
-def _same_kind(a: Any, b: Any) -> bool:
-    """Whether two collections hold values of the same inferred type (then ``==`` is right)."""
-    return pd.api.types.infer_dtype(a, skipna=True) == pd.api.types.infer_dtype(b, skipna=True)
-
-
-def positions_by_value(target: pd.Index, values: Any, what: str) -> np.ndarray:
-    """Position of each of ``values`` in ``target`` (-1 when absent).
-
-    Exact when both hold the same type of value; by value (:func:`value_key`) when they do
-    not, because ids and labels read from a file by this library are text while
-    ``pd.read_csv`` gives numbers, and ``"17" == 17`` is False: without this a truth file read
-    with pandas would match no task, or count every label wrong.
-    """
-    values = pd.Index(values)
-    if len(values) == 0:
-        return np.empty(0, dtype=np.intp)
-    if _same_kind(target, values):
-        if not target.is_unique:
-            raise ValueError(f"{what} holds {target[target.duplicated()][0]!r} more than once")
-        return target.get_indexer(values)
-    keys = pd.Index([value_key(v) for v in target], dtype=object)
-    if not keys.is_unique:
-        raise ValueError(
-            f"{what} holds two values spelling the same number ({target[keys.duplicated()][0]!r}); "
-            "give both sides ids and labels of the same type"
-        )
-    return keys.get_indexer(pd.Index([value_key(v) for v in values], dtype=object))
-
-
-def ids_like(values: Any, ids: pd.Index, what: str = "ids") -> pd.Index:
-    """``values`` with each one that names an id of ``ids`` (by value,
-    :func:`positions_by_value`) replaced by that id as ``ids`` spell it; the others unchanged.
-
-    Ids read from a text file are text, those of a Parquet file or a numeric DataFrame column
-    numbers; a task list, a worker list or a table keyed by task must find the answers' ids
-    either way (``17`` and ``"17"`` are one task).
-    """
-    values = pd.Index(values)
-    pos = positions_by_value(pd.Index(ids), values, what)
-    if len(values) == 0 or (pos >= 0).all() and _same_kind(ids, values):
-        return values
-    out = np.asarray(values, dtype=object).copy()
-    hit = pos >= 0
-    out[hit] = np.asarray(ids, dtype=object)[pos[hit]]
-    return pd.Index(list(out), name=values.name)
-
-
-def keyed_gold(gold: Any, what: str = "gold", *, key: str = "task", value: str = "class",
-               dtype: Any = None, hint: str = "") -> pd.Series:
-    """``gold`` as a Series keyed by id: a Series as given, a mapping id -> value converted.
-
-    Gold and truth are matched to the answers by id, so they must name their ids.  A
-    sequence (ndarray, list, tuple, ``pd.Index``, ...) names none: pandas would key it by
-    position 0..n-1, which with integer ids matches the wrong tasks and with text ids none,
-    both silently.  Every public entry that takes gold or truth keyed by task or item reads
-    it through this function, so such input is one clear ``ValueError`` everywhere.
-
-    Parameters
-    ----------
-    gold : Series or mapping
-        The gold; a Series may have any index (integer ids included).
-    what : str
-        Its name in the error (``"gold"``, ``"truth"``, ...).
-    key, value : str
-        What it maps from and to, for the error (``task -> class``, ``item -> score``...).
-    dtype : optional
-        The dtype of the Series a mapping becomes (a Series is returned unchanged).
-    hint : str
-        Appended to the error of a sequence: another form the caller accepts.
-
-    Raises
-    ------
-    ValueError
-        When ``gold`` is a sequence or any other value that is not keyed by id.
-    TypeError
-        When ``gold`` is a DataFrame (which column holds the values cannot be told).
-
-    Examples
-    --------
-    >>> keyed_gold({"t1": "yes"}).to_dict()
-    {'t1': 'yes'}
-    >>> keyed_gold(["yes", "no"])
-    Traceback (most recent call last):
-        ...
-    ValueError: gold must be keyed by task id (a pandas Series indexed by task, or a dict task -> class), got a list of 2 value(s), which names no task
-    """
-    if isinstance(gold, pd.Series):
-        return gold
-    if isinstance(gold, Mapping):
-        return pd.Series(gold, dtype=dtype)
-    if isinstance(gold, pd.DataFrame):
-        raise TypeError(
-            f"{what} must be a Series or mapping {key} -> {value}, got a DataFrame; "
-            f"pass e.g. frame.set_index('{key}')['label']"
-        )
-    # an array, list, Index, ...: pandas would key it by position 0..n-1, which matches
-    # integer ids by value, i.e. the wrong tasks, or none
-    name = type(gold).__name__
-    shown = (f"an array of shape {gold.shape}" if isinstance(gold, np.ndarray)
-             else ("an " if name[0] in "AEIOUaeiou" else "a ") + name
-             + (f" of {len(gold)} value(s)" if isinstance(gold, Sized) else ""))
-    raise ValueError(
-        f"{what} must be keyed by {key} id (a pandas Series indexed by {key}, or a dict "
-        f"{key} -> {value}), got {shown}, which names no {key}{hint}"
-    )
-
-
-def equal_by_value(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise ``a == b`` (missing values unequal), by value when the types differ."""
-    present = pd.notna(a) & pd.notna(b)
-    if _same_kind(a, b):
-        return np.asarray(a == b, dtype=bool) & present
-    same = np.fromiter((value_key(x) == value_key(y) for x, y in zip(a, b)), dtype=bool, count=len(a))
-    return same & present
-
-
-def _merge_number_spellings(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
-    """One class per number: text labels spelling the same finite number become one class.
-
-    The class keeps the shortest spelling (then the first in sort order); the other classes
-    keep their order.  Nothing changes (same arrays returned) when no two labels coincide.
-    """
-    if len(index) < 2 or not (pd.api.types.is_object_dtype(index.dtype) or pd.api.types.is_string_dtype(index.dtype)):
-        return codes, index
-    values = index.to_numpy()
-    groups: dict[Decimal, list[int]] = {}
-    for pos, value in enumerate(values):
-        if isinstance(value, str):
-            key = label_number(value)
-            if key is not None:
-                groups.setdefault(key, []).append(pos)
-    target = np.arange(len(values))
-    merged = False
-    for members in groups.values():
-        if len(members) > 1:
-            keep = min(members, key=lambda i: (len(values[i]), values[i]))
-            target[members] = keep
-            merged = True
-    if not merged:
-        return codes, index
-    kept = np.unique(target)
-    new_code = np.searchsorted(kept, target)
-    return new_code[codes], pd.Index(values[kept], name=index.name, dtype=index.dtype)
-
-
-def _gold_as_classes(gold: pd.Series, classes: Iterable[Hashable]) -> pd.Series:
-    """Gold values spelled as the classes they are: one number, one class, for gold too.
-
-    Parameters
-    ----------
-    gold : Series
-        Gold values (task -> class), without missing values.
-    classes : iterable
-        The class values the gold should use (the answers' labels, or a class index).
-
-    Returns
-    -------
-    Series
-        ``gold`` with every value that is not one of ``classes`` but spells the same
-        finite number as one of them replaced by that class: the gold text ``"1.0"`` of a
-        truth file becomes the class ``"1"`` of text labels, and the text ``"2"`` the class
-        ``2`` of an integer label column (Parquet, JSON Lines).  Other values are
-        untouched; ``gold`` itself is returned when nothing changes.
-    """
-    # gold holds a few distinct values; the classes may be a whole label column, so they are
-    # looked at only when some gold value is a number
-    numbers = {v: k for v in pd.unique(gold) if (k := label_number(v)) is not None}
-    if not numbers:
-        return gold
-    known = pd.Index(pd.unique(pd.Series(classes, dtype=object)))
-    by_number: dict[Decimal, Any] = {}
-    for value in known:
-        key = label_number(value)
-        if key is not None:
-            by_number.setdefault(key, value)
-    spelled = {v: by_number[k] for v, k in numbers.items() if k in by_number and v not in known}
-    if not spelled:
-        return gold
-    return gold.map(lambda v: spelled.get(v, v)).astype(object)
-
-
-def refuse_contradicting_gold(ids: pd.Index, values: Any, shown: Any = None, unit: str = "task") -> None:
-    """Raise ``ValueError`` when one id is given two different gold values.
-
-    Gold read from a file may list an id twice; keeping either row would silently score the
-    answers against a value the file also contradicts.  Repeated rows that agree are
-    accepted.  Every answer kind's gold goes through here, so the error reads the same.
-
-    Parameters
-    ----------
-    ids : Index
-        The gold's ids, one per gold value (a repeated id is a repeated row).
-    values : array-like
-        One hashable value per id, equal exactly when two gold values are the same (class
-        codes, floats, a sorted tuple of tag codes).
-    shown : array-like, optional
-        What the error shows of each value (default ``values`` themselves).
-    unit : str
-        What an id is called in the error (``task`` or ``item``).
-
-    Raises
-    ------
-    ValueError
-        ``gold of task 't1' is given twice: 1.5 and 2.0`` for the first contradicted id.
-    """
-    ids = pd.Index(ids)
-    if not ids.has_duplicates:
-        return
-    values = pd.Series(list(values), dtype=object)
-    # the row where each id first appears
-    first_at = pd.Series(np.arange(len(ids))).groupby(pd.factorize(ids)[0], sort=False).transform("first")
-    first_at = first_at.to_numpy()
-    bad = np.flatnonzero(values.to_numpy()[first_at] != values.to_numpy())
-    if len(bad):
-        at = bad[0]
-        shown = values.to_numpy() if shown is None else np.asarray(list(shown), dtype=object)
-        raise ValueError(
-            f"gold of {unit} {show_value(ids[at])} is given twice: {show_value(shown[first_at[at]])} and "
-            f"{show_value(shown[at])}"
-        )
-
-
 def _refuse_contradicting_gold(tasks: pd.Index, codes: np.ndarray, classes: pd.Index) -> None:
-    """:func:`refuse_contradicting_gold` of class codes, showing the classes they index."""
+    """:func:`~crowdlearn.core.gold.refuse_contradicting_gold` of class codes, showing the
+    classes they index."""
     codes = np.asarray(codes)
     refuse_contradicting_gold(tasks, codes, classes.take(codes))
-
-
-def _class_sort_key(value: Any) -> tuple:
-    """Where a class goes in the default class order (:func:`class_codes`).
-
-    Numbers first, by value, however they are spelled (the text ``"10"`` of a file after
-    ``"2"``, as the number 10 of a numeric column is); then everything else by its text.
-    The type name breaks the rare tie of two classes spelling one number in different types
-    (``1`` and ``"1.0"`` in one object column), so the order never depends on row order.
-    """
-    number = label_number(value, infinite=True)
-    if number is not None:
-        return (0, number, type(value).__name__, str(value))
-    return (1, str(value), type(value).__name__)
-
-
-def _in_class_order(codes: np.ndarray, index: pd.Index) -> tuple[np.ndarray, pd.Index]:
-    """``codes`` and ``index`` renumbered so that the classes follow :func:`_class_sort_key`."""
-    if len(index) < 2 or index.dtype.kind in "iufb":
-        # a numeric (or boolean) index is already sorted by value: pd.factorize(sort=True)
-        return codes, index
-    values = index.to_numpy()
-    order = np.array(sorted(range(len(values)), key=lambda i: _class_sort_key(values[i])),
-                     dtype=np.intp)
-    if np.array_equal(order, np.arange(len(values))):
-        return codes, index
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[codes], pd.Index(values[order], name=index.name, dtype=index.dtype)
-
-
-def class_codes(values: pd.Series, normalised: bool = False) -> tuple[np.ndarray, pd.Index]:
-    """Codes and class index of raw label values, in the default class order.
-
-    One class per number (``1``, ``1.0`` and ``"1.0"`` are one class), and the classes in
-    one order on every path: numbers by value, whether a file's text (``"2"`` before
-    ``"10"``) or a numeric column, then the other labels by their text
-    (:func:`_class_sort_key`), so mixed labels do not depend on the rows' order either.
-    This is the order of every ``probas_`` column set unless ``classes=`` is given.
-
-    Parameters
-    ----------
-    values : Series
-        Raw label values, without missing values.
-    normalised : bool, default False
-        Float values were already made integers where integral (as
-        :meth:`CrowdLabels.from_frame` does first).
-
-    Returns
-    -------
-    codes : ndarray of int
-        The class code of each value.
-    classes : Index
-        The classes, code ``c`` at position ``c``.
-    """
-    if not normalised:
-        values = _normalise_label_values(pd.Series(values))
-    codes, index = factorize_ids(values, "class")
-    return _in_class_order(*_merge_number_spellings(codes, index))
 
 
 class CrowdLabels:
@@ -563,11 +61,11 @@ class CrowdLabels:
     not all numbers, or distinct numbers, are untouched.  The classes are ordered alike on
     every path too: numbers by value (``"2"`` before ``"10"``), then other labels by text.
 
-    Text ids and labels are stripped of leading and trailing whitespace (:func:`strip_text`):
-    ``"cat"`` and ``"cat "`` of a hand-edited file are one class, ``" t1"`` and ``"t1"`` one
-    task, on every path (files, frames, given ``classes``, gold, feature rows), so gold still
-    matches; a value of blanks only is a missing value.  Numbers and the text inside a value
-    are untouched.
+    Text ids and labels are stripped of leading and trailing whitespace
+    (:func:`~crowdlearn.core.ids.strip_text`): ``"cat"`` and ``"cat "`` of a hand-edited file
+    are one class, ``" t1"`` and ``"t1"`` one task, on every path (files, frames, given
+    ``classes``, gold, feature rows), so gold still matches; a value of blanks only is a
+    missing value.  Numbers and the text inside a value are untouched.
 
     Error messages locate rows by position in a frame (0-based, as ``df.iloc``: "row
     position 3"), and by file line for files (header = line 1: "line 5").
@@ -817,10 +315,11 @@ class CrowdLabels:
         classes : iterable, optional
             The full class set, in the order used for ``probas_`` columns.  Answers outside
             it raise ``ValueError``.  Default: the union of answers and truth values in the
-            default class order, numbers by value then text (:func:`class_codes`).
+            default class order, numbers by value then text
+            (:func:`~crowdlearn.core.classes.class_codes`).
         truth : mapping or Series task -> class, optional
             Gold labels (a subset of tasks is fine), keyed by task id: an array or list
-            names no task and is refused (:func:`keyed_gold`).
+            names no task and is refused (:func:`~crowdlearn.core.gold.keyed_gold`).
         features : array or DataFrame, optional
             Item features.  An array must have one row per task in ``self.tasks`` order;
             a DataFrame is aligned on its index by task id.
@@ -866,7 +365,7 @@ class CrowdLabels:
             bad = df[col].isna().to_numpy()
             if bad.any():
                 raise ValueError(f"missing value in column '{col}' at {row_list(bad, first_line)}")
-        labels_col = _normalise_label_values(df[label])
+        labels_col = normalise_label_values(df[label])
 
         if duplicates not in ("keep", "last", "first", "error"):
             raise ValueError(f"duplicates must be keep, last, first or error; got {duplicates!r}")
@@ -889,7 +388,7 @@ class CrowdLabels:
             truth_s = strip_text(truth_s, index=True)  # ids and classes as the answers'
             if truth_s.isna().any():  # (a boolean mask on a large string index is slow)
                 truth_s = truth_s[truth_s.notna().to_numpy()]
-            truth_s = _normalise_label_values(truth_s)
+            truth_s = normalise_label_values(truth_s)
 
         if all_tasks is not None:
             tasks_pool = pd.concat([strip_text(pd.Series(list(all_tasks))), df[task]], ignore_index=True)
@@ -936,7 +435,7 @@ class CrowdLabels:
         else:
             pool = labels_col
             if truth_s is not None:  # gold "2" for the label 2 is that class, not a second one
-                truth_s = _gold_as_classes(truth_s, labels_col)
+                truth_s = gold_as_classes(truth_s, labels_col)
                 # only the gold of tasks in the table names classes: gold for a task nobody
                 # answered is not used, and must not change the classes every method fits
                 pool = pd.concat([labels_col, truth_s[gold_pos >= 0]], ignore_index=True)
@@ -947,7 +446,7 @@ class CrowdLabels:
         if truth_s is not None:
             truth_codes = np.full(len(task_index), -1, dtype=np.int32)
             pos = gold_pos
-            cls_codes = class_index.get_indexer(_gold_as_classes(truth_s, class_index))
+            cls_codes = class_index.get_indexer(gold_as_classes(truth_s, class_index))
             if np.any((cls_codes < 0) & (pos >= 0)):  # gold for tasks nobody answered is not used
                 first = int(np.flatnonzero((cls_codes < 0) & (pos >= 0))[0])
                 bad_val, bad_task = show_value(truth_s.iloc[first]), show_value(truth_s.index[first])
@@ -1128,7 +627,7 @@ class CrowdLabels:
         """A copy sharing the answers, with gold labels attached (task id -> class).
 
         ``truth`` is a Series or mapping keyed by task id; an array or list is refused
-        (:func:`keyed_gold`)."""
+        (:func:`~crowdlearn.core.gold.keyed_gold`)."""
         codes = None if truth is None else self.encode_gold(keyed_gold(truth, "truth"))
         return CrowdLabels(
             self.task, self.worker, self.label, self.tasks, self.workers, self.classes,
@@ -1148,11 +647,11 @@ class CrowdLabels:
         """Gold labels (task id -> class) as int32 codes per task, -1 where unknown.
 
         ``gold`` is a Series or mapping keyed by task id; an array or list is refused
-        (:func:`keyed_gold`): it names no task."""
+        (:func:`~crowdlearn.core.gold.keyed_gold`): it names no task."""
         gold_s = keyed_gold(gold)
-        gold_s = _normalise_label_values(strip_text(gold_s, index=True).dropna())
+        gold_s = normalise_label_values(strip_text(gold_s, index=True).dropna())
         codes = np.full(self.n_tasks, -1, dtype=np.int32)
-        gold_s = _gold_as_classes(gold_s, self.classes)
+        gold_s = gold_as_classes(gold_s, self.classes)
         pos = positions_by_value(self.tasks, gold_s.index, "the answers' tasks")
         cls_codes = self.classes.get_indexer(gold_s)
         if np.any(cls_codes < 0):

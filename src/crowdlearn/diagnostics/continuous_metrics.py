@@ -17,7 +17,7 @@ import pandas as pd
 from scipy.stats import pearsonr, spearmanr
 
 from ..continuous.data import ContinuousAnswers
-from ..core.data import keyed_gold
+from ..core.gold import keyed_gold
 
 __all__ = ["mae", "rmse", "pearson", "spearman", "continuous_scores", "truth_report", "aligned"]
 

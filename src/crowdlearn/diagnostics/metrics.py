@@ -23,7 +23,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, as_crowd_labels, equal_by_value, keyed_gold, positions_by_value
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.gold import keyed_gold
+from ..core.ids import equal_by_value, positions_by_value
 
 __all__ = [
     "accuracy",
@@ -42,7 +44,7 @@ AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
 def _gold_series(truth: Any) -> pd.Series:
     """Gold labels as a Series task -> class without missing values.
 
-    An array or list names no task: it is refused (:func:`~crowdlearn.core.data.keyed_gold`),
+    An array or list names no task: it is refused (:func:`~crowdlearn.core.gold.keyed_gold`),
     except where array ``probas`` take integer codes per row (:func:`log_loss`).
     """
     if isinstance(truth, CrowdLabels):

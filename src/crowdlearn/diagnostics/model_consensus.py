@@ -40,7 +40,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import resolve_random_state
-from ..core.data import CrowdLabels, as_crowd_labels, ids_like, row_list
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.ids import ids_like, row_list
 from ..core.stats import TINY, argmax_random_ties, vote_fractions
 
 __all__ = ["model_consensus", "ModelConsensus", "WORKER_MODELS", "CALIBRATIONS"]

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.data import class_codes, keyed_gold
+from ..core.classes import class_codes
+from ..core.gold import keyed_gold
 from ..multilabel.data import parse_tag_sets
 
 __all__ = ["tag_indicator", "hamming_loss", "subset_accuracy", "micro_f1", "macro_f1", "truth_report"]

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, keyed_gold
+from ..core.data import CrowdLabels
+from ..core.gold import keyed_gold
 from ..ordinal.base import numeric_classes, ordered_classes
 
 __all__ = ["ordinal_mae", "quadratic_kappa", "krippendorff_alpha", "class_ranks", "truth_report"]

@@ -9,7 +9,7 @@ known, not all equal, gold).  :func:`ranking_report` computes all three for a fi
 pairwise estimator and its answer table.
 
 Scores, gold and groups are Series or mappings keyed by item id; an array or list names no
-item and is refused (:func:`~crowdlearn.core.data.keyed_gold`).
+item and is refused (:func:`~crowdlearn.core.gold.keyed_gold`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 
-from ..core.data import keyed_gold
+from ..core.gold import keyed_gold
 
 __all__ = ["spearman", "kendall_tau", "ndcg_at_k", "ranking_report"]
 

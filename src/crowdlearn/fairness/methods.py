@@ -22,8 +22,8 @@ import pandas as pd
 
 from ..core.base import resolve_random_state
 from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.ids import equal_by_value
 from ..core.stats import argmax_random_ties
-from ..diagnostics.metrics import equal_by_value
 from .metrics import task_groups
 
 __all__ = ["split_workers_by_group", "fair_thresholds"]

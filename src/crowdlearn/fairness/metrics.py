@@ -21,7 +21,7 @@ compares them: exactly when both sides hold the same type of value, by value whe
 (files read by this library give text, ``pd.read_csv`` numbers: task ``"17"`` is task ``17``,
 class ``"1"`` is ``positive=1``).  Predictions, truth, references and groups are Series (or
 mappings) keyed by task id; an array or list names no task and is refused with a
-``ValueError`` (:func:`crowdlearn.core.data.keyed_gold`).
+``ValueError`` (:func:`crowdlearn.core.gold.keyed_gold`).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..core.data import keyed_gold, label_number
-from ..diagnostics.metrics import equal_by_value, positions_by_value
+from ..core.gold import keyed_gold
+from ..core.ids import equal_by_value, label_number, positions_by_value
 
 __all__ = ["group_report", "disparities", "worker_bias_table", "task_groups"]
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, positions_by_value
+from ..core.data import CrowdLabels
+from ..core.ids import positions_by_value
 from .torch_utils import torch
 
 __all__ = ["align_features", "check_features", "TaskAnswers", "annotation_matrix", "iterate_minibatches",

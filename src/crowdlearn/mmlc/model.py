@@ -39,7 +39,8 @@ import torch
 from torch import nn
 
 from ..core.base import check_fitted
-from ..core.data import CrowdLabels, as_crowd_labels, positions_by_value
+from ..core.data import CrowdLabels, as_crowd_labels
+from ..core.ids import positions_by_value
 from ..learning.base import CrowdClassifier
 
 __all__ = ["MMLC", "PRESETS", "AnswerBatch"]

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import (CrowdLabels, class_codes, factorize_ids, keyed_gold, positions_by_value,
-                         refuse_contradicting_gold, row_list, strip_frame,
-                         strip_text, value_key)
+from ..core.classes import class_codes
+from ..core.data import CrowdLabels
+from ..core.gold import keyed_gold, refuse_contradicting_gold
+from ..core.ids import factorize_ids, positions_by_value, row_list, strip_frame, strip_text, value_key
 from ..core.tables import column_hint
 
 __all__ = ["MultiLabelAnswers", "as_multilabel_answers", "parse_tag_sets"]
@@ -133,7 +134,7 @@ class MultiLabelAnswers(AnswerTable):
     every tag.  Empty cells in a file are such answers.
 
     Text ids and tags lose surrounding whitespace, as class labels' do
-    (:func:`~crowdlearn.core.data.strip_text`): ``" t1"`` and ``"t1"`` are one task and
+    (:func:`~crowdlearn.core.ids.strip_text`): ``" t1"`` and ``"t1"`` are one task and
     ``"cat "`` the tag ``"cat"``, on every path (answers, given ``tags``, gold, ``all_tasks``),
     so gold still matches; an id of blanks is a missing value.
     """
@@ -263,7 +264,7 @@ class MultiLabelAnswers(AnswerTable):
         tags : iterable, optional
             The full tag set, in output order; a tag outside it is an error.  Default: the
             union of the answers' and the truth's tags in the class-label order (numbers by
-            value, "2" before "10", then text; :func:`~crowdlearn.core.data.class_codes`).
+            value, "2" before "10", then text; :func:`~crowdlearn.core.classes.class_codes`).
         delimiter : str, default "|"
             Tag separator of string labels (``","`` is common too).
         truth : mapping or Series task -> tag set, optional

@@ -27,7 +27,8 @@ import pandas as pd
 
 from ..aggregation.base import BaseAggregator
 from ..core.base import Tags
-from ..core.data import CrowdLabels, label_number
+from ..core.data import CrowdLabels
+from ..core.ids import label_number
 
 __all__ = ["ordinal_order", "ordered_classes", "numeric_classes", "monotone_survival", "survival_to_probas",
            "OrdinalAggregator"]

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
-                         strip_frame, strip_text)
+from ..core.gold import keyed_gold, refuse_contradicting_gold
+from ..core.ids import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 from .backend import compiled_pairwise, resolve_backend
 
@@ -51,7 +51,7 @@ def _text(values: pd.Series) -> np.ndarray:
 
 def _stripped_keys(index: pd.Index) -> pd.Index:
     """Gold keys with their text stripped as the answers' ids are
-    (:func:`~crowdlearn.core.data.strip_text`), each level of (group, item) keys alike."""
+    (:func:`~crowdlearn.core.ids.strip_text`), each level of (group, item) keys alike."""
     if isinstance(index, pd.MultiIndex):
         return pd.MultiIndex.from_arrays(
             [strip_text(pd.Index(index.get_level_values(i), dtype=object)) for i in range(index.nlevels)],
@@ -152,7 +152,7 @@ def _unit_key(key: Any, what: str) -> tuple:
 
 def _unit_positions(units: pd.MultiIndex, keys: list) -> np.ndarray:
     """Position of each (group, item) key among ``units`` (-1 when absent); each part is
-    matched as :func:`~crowdlearn.core.data.positions_by_value` matches ids, so the group
+    matched as :func:`~crowdlearn.core.ids.positions_by_value` matches ids, so the group
     ``17`` of a frame read by pandas is the group ``"17"`` of a file."""
     if not keys:
         return np.empty(0, dtype=np.intp)
@@ -168,7 +168,7 @@ def _unit_positions(units: pd.MultiIndex, keys: list) -> np.ndarray:
 def check_role_columns(df: pd.DataFrame, roles: dict, what: str, first_line: int | None) -> None:
     """One ``ValueError`` for a table that cannot be read: a column shared by two roles,
     missing or repeated, an empty table (``what`` names its rows), or a missing value (named
-    by row, :func:`crowdlearn.core.data.row_list`)."""
+    by row, :func:`crowdlearn.core.ids.row_list`)."""
     cols = list(roles.values())
     if len(set(cols)) != len(cols):
         raise ValueError(f"each role needs its own column; got {roles}")
@@ -219,7 +219,7 @@ class Comparisons(AnswerTable):
     Anything else is refused with a ``ValueError`` naming the rows.
 
     Text ids and labels lose surrounding whitespace, as class labels' do
-    (:func:`~crowdlearn.core.data.strip_text`): ``" a"`` and ``"a"`` are one item (so the
+    (:func:`~crowdlearn.core.ids.strip_text`): ``" a"`` and ``"a"`` are one item (so the
     label ``"a "`` names the item ``a``), on every path (workers, items, labels and the tie
     markers, groups, gold, ``all_items``), so gold still matches; a value of blanks is a
     missing value.
@@ -612,7 +612,7 @@ def read_truth(path, item: str = "task", value: str = "truth", group: str | None
     ``lower_is_better`` (ranks, or the groups of ``music_similarity_pairs``, where group 1 is
     the most similar) the values are negated; keyed by ``(group, item)`` when grouped.  An
     item listed twice with different values is refused
-    (:func:`~crowdlearn.core.data.refuse_contradicting_gold`)."""
+    (:func:`~crowdlearn.core.gold.refuse_contradicting_gold`)."""
     from ..core.tables import read_table
 
     cols = (item, value) + ((group,) if group is not None else ())

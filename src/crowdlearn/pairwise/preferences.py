@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.base import AnswerEstimator, Tags
-from ..core.data import CrowdLabels, factorize_ids, row_list, strip_frame
+from ..core.data import CrowdLabels
+from ..core.ids import factorize_ids, row_list, strip_frame
 from ..core.params import check_params
 from .data import LEFT, RIGHT, TIE, TIE_MARKERS, Comparisons, check_role_columns, factorize_units
 from .links import outcome_probs
@@ -74,7 +75,7 @@ class Preferences:
         """Build from a DataFrame; one ``ValueError`` naming the rows for bad input.
 
         Text values lose surrounding whitespace, as every answer table's ids do
-        (:func:`~crowdlearn.core.data.strip_text`): ``"r1 "`` is the response ``"r1"``.
+        (:func:`~crowdlearn.core.ids.strip_text`): ``"r1 "`` is the response ``"r1"``.
         """
         roles = {"prompt": prompt, "response_a": response_a, "response_b": response_b,
                  "worker": worker, "label": label}

@@ -19,7 +19,9 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, class_codes, factorize_ids, strip_frame
+from ..core.classes import class_codes
+from ..core.data import CrowdLabels
+from ..core.ids import factorize_ids, strip_frame
 
 __all__ = ["Coding", "bucket_of", "Columns", "strip_columns"]
 
@@ -125,10 +127,10 @@ class Coding:
 def strip_columns(frame: pd.DataFrame, columns: Columns = Columns()) -> pd.DataFrame:
     """``frame`` with the text of its task, worker and label columns stripped of surrounding
     whitespace, as :meth:`crowdlearn.CrowdLabels.from_frame` reads them in memory
-    (:func:`~crowdlearn.core.data.strip_text`; a blank becomes a missing value).  Applied to
+    (:func:`~crowdlearn.core.ids.strip_text`; a blank becomes a missing value).  Applied to
     every chunk or partition as it is read, before the ids are hashed to buckets, so that
     ``"t1 "`` and ``"t1"`` are one task on every engine.  ``frame`` itself when nothing
-    changes (:func:`~crowdlearn.core.data.strip_frame`)."""
+    changes (:func:`~crowdlearn.core.ids.strip_frame`)."""
     return strip_frame(frame, columns.names)
 
 

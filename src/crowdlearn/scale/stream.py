@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import numpy as np
 import pandas as pd
 
-from ..core.data import CrowdLabels, factorize_ids, row_list
+from ..core.data import CrowdLabels
+from ..core.ids import factorize_ids, row_list
 from ..core.tables import require_columns, unclosed_quote_error
 from ..core.kernels import resolve_n_jobs
 from .coding import Coding, Columns, bucket_of, strip_columns

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..core.answer_table import AnswerTable, check_codes, freeze
-from ..core.data import (factorize_ids, keyed_gold, positions_by_value, refuse_contradicting_gold, row_list,
-                         strip_frame, strip_text)
+from ..core.gold import keyed_gold, refuse_contradicting_gold
+from ..core.ids import factorize_ids, positions_by_value, row_list, strip_frame, strip_text
 from ..core.tables import column_hint
 
 __all__ = ["SimilarityAnswers", "as_similarity_answers", "SAME_VALUES", "DIFFERENT_VALUES"]
@@ -72,7 +72,7 @@ class SimilarityAnswers(AnswerTable):
     ``(a, b)`` and ``(b, a)`` alike.
 
     Text ids lose surrounding whitespace, as class labels' do
-    (:func:`~crowdlearn.core.data.strip_text`): ``" i1"`` and ``"i1"`` are one item, on every
+    (:func:`~crowdlearn.core.ids.strip_text`): ``" i1"`` and ``"i1"`` are one item, on every
     path (answers, gold ids and cluster names, ``all_items``, feature rows), so gold still
     matches; a value of blanks is a missing value.
     """
