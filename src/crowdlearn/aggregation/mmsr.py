@@ -67,7 +67,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import softmax
 
-from ..core.base import Tags, resolve_random_state
+from ..core.base import Tags
 from ..core.data import CrowdLabels
 from ..core.stats import weighted_votes
 from .base import BaseAggregator
@@ -122,10 +122,11 @@ class MMSR(BaseAggregator):
         below the current value (the paper's ``F``, as a fraction of the worker's observed
         pairs).  ``0`` gives plain weighted alternating least squares.
     random_state : int, default 0
-        Seed of the uniform initial ``u`` and of tie-breaking.  When the iteration does not
-        converge within ``n_iter`` rounds (``converged_`` False, e.g. on music) the result
-        depends on the start: another seed, or new worker ids (the start is drawn in the
-        order of the sorted ids), moves the posteriors.
+        Seed of the draw between classes of exactly equal weight.  The iteration starts from
+        ``u = v = 1`` (every worker equally skilled, so the first step gives each worker its
+        weighted mean agreement), not from the reference code's random start: where it ends
+        in a limit cycle (``converged_`` False) the end depends on the start, and a start
+        drawn per worker code made the skills depend on how the workers are named.
 
     Attributes
     ----------
@@ -178,9 +179,8 @@ class MMSR(BaseAggregator):
         msr = _MSRFilter(indptr, indices, c, cnt, self.trim)
         connected = msr.deg > 0
 
-        rng = resolve_random_state(self.random_state)
-        u = rng.uniform(size=m)
-        v = rng.uniform(size=m)
+        u = np.ones(m)
+        v = np.ones(m)
         u[~connected] = 0.0
         v[~connected] = 0.0
         self.converged_ = False
