@@ -11,7 +11,7 @@ import crowdlearn as cl
 from crowdlearn import simulate
 from crowdlearn.cli import main
 from crowdlearn.report import summarize
-from conftest import SHARED_DATA, load_shared
+from conftest import load_shared
 
 
 class _Tags(HTMLParser):
